@@ -1,0 +1,57 @@
+package testfleet
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+)
+
+var (
+	assetsOnce sync.Once
+	assetsDir  string
+	assetsErr  error
+)
+
+// AssetsDir returns the directory holding kube-apiserver and etcd, building
+// them with hack/envtest-assets.sh when KUBEBUILDER_ASSETS does not name one.
+func AssetsDir() (string, error) {
+	assetsOnce.Do(func() { assetsDir, assetsErr = findAssets() })
+	return assetsDir, assetsErr
+}
+
+func findAssets() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" && hasBinaries(dir) {
+		return dir, nil
+	}
+	_, self, _, ok := runtime.Caller(0)
+	if !ok {
+		return "", errors.New("testfleet: cannot locate the repository to run hack/envtest-assets.sh; set KUBEBUILDER_ASSETS")
+	}
+	script := filepath.Join(filepath.Dir(self), "..", "..", "hack", "envtest-assets.sh")
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(script)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("testfleet: %s failed: %w\n%s", script, err, stderr.String())
+	}
+	dir := strings.TrimSpace(stdout.String())
+	if !hasBinaries(dir) {
+		return "", fmt.Errorf("testfleet: %s printed %q, which does not hold kube-apiserver and etcd", script, dir)
+	}
+	return dir, nil
+}
+
+func hasBinaries(dir string) bool {
+	for _, name := range []string{"kube-apiserver", "etcd"} {
+		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.IsDir() {
+			return false
+		}
+	}
+	return true
+}
