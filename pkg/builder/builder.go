@@ -1,0 +1,295 @@
+package builder
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/go-logr/logr"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/klog/v2"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
+	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
+	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
+)
+
+// Builder builds a multi-cluster controller.
+type Builder struct {
+	mgr              mcmanager.Manager
+	name             string
+	forObj           client.Object
+	forInput         ForInput
+	owns             []ownsWatch
+	watches          []watchesWatch
+	rawSources       []mcsource.Source
+	globalPredicates []predicate.Predicate
+	options          mccontroller.Options
+	notFoundWrapper  bool
+	err              error
+}
+
+type ownsWatch struct {
+	obj client.Object
+	in  OwnsInput
+}
+
+type watchesWatch struct {
+	obj     client.Object
+	handler mchandler.EventHandlerFunc
+	in      WatchesInput
+}
+
+// ControllerManagedBy starts building a controller that mgr runs.
+func ControllerManagedBy(mgr mcmanager.Manager) *Builder {
+	return &Builder{mgr: mgr, notFoundWrapper: true}
+}
+
+// For sets the type the controller reconciles and watches it, enqueueing each
+// object in its own cluster. It may be called once.
+func (b *Builder) For(obj client.Object, opts ...ForOption) *Builder {
+	if b.forObj != nil {
+		b.err = errors.Join(b.err, errors.New("For() may only be called once"))
+		return b
+	}
+	b.forObj = obj
+	for _, o := range opts {
+		o.ApplyToFor(&b.forInput)
+	}
+	return b
+}
+
+// Owns watches obj and enqueues its controller owner of the For type, in the
+// cluster of the owned object.
+func (b *Builder) Owns(obj client.Object, opts ...OwnsOption) *Builder {
+	w := ownsWatch{obj: obj}
+	for _, o := range opts {
+		o.ApplyToOwns(&w.in)
+	}
+	b.owns = append(b.owns, w)
+	return b
+}
+
+// Watches watches obj with a per-cluster handler, e.g.
+// mchandler.EnqueueRequestsFromMapFunc or mchandler.Lift(h).
+func (b *Builder) Watches(obj client.Object, h mchandler.EventHandlerFunc, opts ...WatchesOption) *Builder {
+	w := watchesWatch{obj: obj, handler: h}
+	for _, o := range opts {
+		o.ApplyToWatches(&w.in)
+	}
+	b.watches = append(b.watches, w)
+	return b
+}
+
+// WatchesMetadata is Watches on the objects' metadata only.
+func (b *Builder) WatchesMetadata(obj client.Object, h mchandler.EventHandlerFunc, opts ...WatchesOption) *Builder {
+	return b.Watches(obj, h, append(opts, OnlyMetadata)...)
+}
+
+// WatchesRawSource adds a multi-cluster source as it is: engage options and
+// event filters do not apply to it.
+func (b *Builder) WatchesRawSource(src mcsource.Source) *Builder {
+	b.rawSources = append(b.rawSources, src)
+	return b
+}
+
+// WithEventFilter adds a predicate to every For, Owns and Watches watch.
+func (b *Builder) WithEventFilter(p predicate.Predicate) *Builder {
+	b.globalPredicates = append(b.globalPredicates, p)
+	return b
+}
+
+// WithOptions sets the controller's options.
+func (b *Builder) WithOptions(options mccontroller.Options) *Builder {
+	b.options = options
+	return b
+}
+
+// WithLogConstructor sets how the controller builds a request's logger.
+func (b *Builder) WithLogConstructor(fn func(*mcreconcile.Request) logr.Logger) *Builder {
+	b.options.LogConstructor = fn
+	return b
+}
+
+// WithClusterNotFoundWrapper chooses whether errors wrapping
+// multicluster.ErrClusterNotFound end a request without requeue (the default).
+func (b *Builder) WithClusterNotFoundWrapper(wrap bool) *Builder {
+	b.notFoundWrapper = wrap
+	return b
+}
+
+// Named sets the controller's name, which must be unique. Defaults to the
+// lower-cased kind of the For type.
+func (b *Builder) Named(name string) *Builder {
+	b.name = name
+	return b
+}
+
+// Complete builds the controller and adds it to the manager.
+func (b *Builder) Complete(r mcreconcile.Reconciler) error {
+	_, err := b.Build(r)
+	return err
+}
+
+// Build builds the controller, adds it to the manager and returns it.
+func (b *Builder) Build(r mcreconcile.Reconciler) (mccontroller.Controller, error) {
+	if b.err != nil {
+		return nil, b.err
+	}
+	if b.mgr == nil {
+		return nil, errors.New("mcbuilder: must provide a non-nil Manager")
+	}
+	if r == nil && b.options.Reconciler == nil {
+		return nil, errors.New("mcbuilder: must provide a non-nil Reconciler")
+	}
+	if r != nil && b.options.Reconciler != nil {
+		return nil, errors.New("mcbuilder: reconciler was set via WithOptions() and via Build() or Complete()")
+	}
+	if len(b.owns) > 0 && b.forObj == nil {
+		return nil, errors.New("mcbuilder: Owns() can only be used together with For()")
+	}
+	if b.forObj == nil && len(b.watches) == 0 && len(b.rawSources) == 0 {
+		return nil, errors.New("mcbuilder: there are no watches configured, controller will never get triggered; use For(), Owns(), Watches() or WatchesRawSource()")
+	}
+
+	options := b.options
+	if options.Reconciler == nil {
+		options.Reconciler = r
+	}
+	if b.notFoundWrapper {
+		options.Reconciler = mcreconcile.NewClusterNotFoundWrapper(options.Reconciler)
+	}
+
+	scheme := b.mgr.GetLocalManager().GetScheme()
+	var gvk schema.GroupVersionKind
+	if b.forObj != nil {
+		var err error
+		if gvk, err = apiutil.GVKForObject(b.forObj, scheme); err != nil {
+			return nil, fmt.Errorf("mcbuilder: %w", err)
+		}
+	}
+	name := b.name
+	if name == "" {
+		if b.forObj == nil {
+			return nil, errors.New("mcbuilder: one of For() or Named() must be called")
+		}
+		name = strings.ToLower(gvk.Kind)
+	}
+	global := b.mgr.GetControllerOptions()
+	if options.MaxConcurrentReconciles == 0 && b.forObj != nil {
+		if n := global.GroupKindConcurrency[gvk.GroupKind().String()]; n > 0 {
+			options.MaxConcurrentReconciles = n
+		}
+	}
+	if options.LogConstructor == nil {
+		options.LogConstructor = b.logConstructor(name, gvk)
+	}
+
+	ctrl, err := mccontroller.New(name, b.mgr, options)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.watch(ctrl); err != nil {
+		return nil, fmt.Errorf("mcbuilder: controller %q: %w", name, err)
+	}
+	return ctrl, nil
+}
+
+func (b *Builder) watch(ctrl mccontroller.Controller) error {
+	if b.forObj != nil {
+		obj, err := b.project(b.forObj, b.forInput.metadataOnly)
+		if err != nil {
+			return err
+		}
+		if err := b.add(ctrl, obj, mchandler.EnqueueRequestForObject, b.forInput.watchInput); err != nil {
+			return err
+		}
+	}
+	for _, w := range b.owns {
+		obj, err := b.project(w.obj, w.in.metadataOnly)
+		if err != nil {
+			return err
+		}
+		var opts []handler.OwnerOption
+		if !w.in.matchEveryOwner {
+			opts = append(opts, handler.OnlyControllerOwner())
+		}
+		if err := b.add(ctrl, obj, mchandler.EnqueueRequestForOwner(b.forObj, opts...), w.in.watchInput); err != nil {
+			return err
+		}
+	}
+	for _, w := range b.watches {
+		obj, err := b.project(w.obj, w.in.metadataOnly)
+		if err != nil {
+			return err
+		}
+		if err := b.add(ctrl, obj, w.handler, w.in.watchInput); err != nil {
+			return err
+		}
+	}
+	for _, src := range b.rawSources {
+		if err := ctrl.MultiClusterWatch(src); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (b *Builder) add(ctrl mccontroller.Controller, obj client.Object, h mchandler.EventHandlerFunc, in watchInput) error {
+	preds := append(append([]predicate.Predicate(nil), b.globalPredicates...), in.predicates...)
+	src := mcsource.WithEngageOptions[mcreconcile.Request](mcsource.Kind(obj, h, preds...), b.engageOptions(in.engage))
+	return ctrl.MultiClusterWatch(src)
+}
+
+// engageOptions resolves a watch's engage options: by default the provider's
+// clusters when there is a provider, the host cluster when there is not.
+func (b *Builder) engageOptions(in engageInput) mcsource.EngageOptions {
+	hasProvider := b.mgr.GetProvider() != nil
+	opts := mcsource.EngageOptions{LocalCluster: !hasProvider, ProviderClusters: hasProvider, Filter: in.filter}
+	if in.local != nil {
+		opts.LocalCluster = *in.local
+	}
+	if in.provider != nil {
+		opts.ProviderClusters = *in.provider
+	}
+	return opts
+}
+
+func (b *Builder) project(obj client.Object, metadataOnly bool) (client.Object, error) {
+	if !metadataOnly {
+		return obj, nil
+	}
+	gvk, err := apiutil.GVKForObject(obj, b.mgr.GetLocalManager().GetScheme())
+	if err != nil {
+		return nil, fmt.Errorf("unable to determine GVK of %T for a metadata-only watch: %w", obj, err)
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	return meta, nil
+}
+
+// logConstructor adds the controller, its kind, and the request's cluster,
+// namespace and name to the logger.
+func (b *Builder) logConstructor(name string, gvk schema.GroupVersionKind) func(*mcreconcile.Request) logr.Logger {
+	log := b.mgr.GetLogger().WithValues("controller", name)
+	if gvk.Kind != "" {
+		log = log.WithValues("controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
+	}
+	return func(req *mcreconcile.Request) logr.Logger {
+		if req == nil {
+			return log
+		}
+		l := log.WithValues("cluster", req.ClusterName)
+		if gvk.Kind != "" {
+			l = l.WithValues(gvk.Kind, klog.KRef(req.Namespace, req.Name))
+		}
+		return l.WithValues("namespace", req.Namespace, "name", req.Name)
+	}
+}

@@ -1,0 +1,11 @@
+// Package controller provides a controller that reconciles objects across the
+// fleet from one queue. Import it as mccontroller.
+//
+// The controller wraps controller-runtime's typed controller: workers,
+// rate-limited priority queue, metrics and logging are controller-runtime's.
+// What it adds is engagement: when a cluster is engaged, every multi-cluster
+// source watched by the controller starts a watch in that cluster, feeding the
+// shared queue with requests tagged by cluster name; when the cluster
+// disengages, those watches are removed and requests still queued for it are
+// dropped without calling the reconciler.
+package controller

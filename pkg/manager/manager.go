@@ -1,0 +1,278 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// LocalCluster is the name of the host cluster.
+const LocalCluster multicluster.ClusterName = ""
+
+// Options are controller-runtime's manager options; they configure the host
+// cluster's manager.
+type Options = manager.Options
+
+// Manager is the Multi-Cluster Manager.
+type Manager interface {
+	// Add adds a runnable to the host manager. A runnable that is also
+	// multicluster.Aware is engaged with every cluster engaged now and later.
+	Add(manager.Runnable) error
+
+	// Start runs the host manager and, if the provider has a discovery loop
+	// (multicluster.ProviderRunnable), the provider. It blocks until ctx is done.
+	Start(ctx context.Context) error
+
+	// GetCluster returns an engaged cluster; "" is the host cluster. A name that
+	// is not engaged yields an error wrapping multicluster.ErrClusterNotFound.
+	GetCluster(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error)
+
+	// GetManager returns a manager whose cluster methods (GetClient, GetCache,
+	// ...) are those of the named cluster, for controller-runtime components
+	// that expect a manager.Manager.
+	GetManager(ctx context.Context, name multicluster.ClusterName) (manager.Manager, error)
+
+	// ClusterFromContext returns the cluster named in ctx (see pkg/context).
+	ClusterFromContext(ctx context.Context) (cluster.Cluster, error)
+
+	// GetLocalManager returns the host cluster's manager.
+	GetLocalManager() manager.Manager
+
+	// GetProvider returns the provider, nil in single-cluster mode.
+	GetProvider() multicluster.Provider
+
+	// GetFieldIndexer returns an indexer that registers an index on the host
+	// cluster and, through the provider, on every provider cluster now and later.
+	GetFieldIndexer() client.FieldIndexer
+
+	// Engage engages a cluster with every Aware runnable. Providers call it;
+	// cancelling ctx disengages the cluster.
+	multicluster.Aware
+
+	// Elected is closed when this manager is elected leader (or at once without
+	// leader election).
+	Elected() <-chan struct{}
+	// AddHealthzCheck adds a health check to the host manager.
+	AddHealthzCheck(name string, check healthz.Checker) error
+	// AddReadyzCheck adds a readiness check to the host manager.
+	AddReadyzCheck(name string, check healthz.Checker) error
+	// AddMetricsServerExtraHandler adds a handler to the metrics server.
+	AddMetricsServerExtraHandler(path string, handler http.Handler) error
+	// GetWebhookServer returns the host manager's webhook server.
+	GetWebhookServer() webhook.Server
+	// GetLogger returns the manager's logger.
+	GetLogger() logr.Logger
+	// GetControllerOptions returns the controller defaults of the host manager.
+	GetControllerOptions() config.Controller
+}
+
+// New returns a Multi-Cluster Manager for the host cluster at config. provider
+// may be nil: the manager then runs controllers against the host cluster alone.
+func New(config *rest.Config, provider multicluster.Provider, opts Options) (Manager, error) {
+	mgr, err := manager.New(config, opts)
+	if err != nil {
+		return nil, err
+	}
+	return WithMultiCluster(mgr, provider)
+}
+
+// WithMultiCluster wraps an existing controller-runtime manager.
+func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider) (Manager, error) {
+	if mgr == nil {
+		return nil, errors.New("mcmanager: nil manager")
+	}
+	m := &mcManager{
+		Manager:  mgr,
+		provider: provider,
+		clusters: map[multicluster.ClusterName]*engagement{},
+	}
+	if runnable, ok := provider.(multicluster.ProviderRunnable); ok {
+		if err := mgr.Add(&providerRunnable{provider: runnable, aware: m}); err != nil {
+			return nil, fmt.Errorf("mcmanager: adding provider: %w", err)
+		}
+	}
+	return m, nil
+}
+
+type mcManager struct {
+	manager.Manager // the host; its cluster methods are not part of Manager
+	provider        multicluster.Provider
+
+	mu       sync.RWMutex
+	clusters map[multicluster.ClusterName]*engagement
+	awares   []multicluster.Aware
+}
+
+type engagement struct {
+	cl  cluster.Cluster
+	ctx context.Context
+}
+
+var _ Manager = &mcManager{}
+
+func (m *mcManager) GetLocalManager() manager.Manager        { return m.Manager }
+func (m *mcManager) GetProvider() multicluster.Provider      { return m.provider }
+func (m *mcManager) GetFieldIndexer() client.FieldIndexer    { return &fleetIndexer{m: m} }
+func (m *mcManager) GetControllerOptions() config.Controller { return m.Manager.GetControllerOptions() }
+func (m *mcManager) Start(ctx context.Context) error         { return m.Manager.Start(ctx) }
+func (m *mcManager) GetWebhookServer() webhook.Server        { return m.Manager.GetWebhookServer() }
+func (m *mcManager) GetLogger() logr.Logger                  { return m.Manager.GetLogger() }
+func (m *mcManager) Elected() <-chan struct{}                { return m.Manager.Elected() }
+func (m *mcManager) AddHealthzCheck(n string, c healthz.Checker) error {
+	return m.Manager.AddHealthzCheck(n, c)
+}
+func (m *mcManager) AddReadyzCheck(n string, c healthz.Checker) error {
+	return m.Manager.AddReadyzCheck(n, c)
+}
+func (m *mcManager) AddMetricsServerExtraHandler(path string, h http.Handler) error {
+	return m.Manager.AddMetricsServerExtraHandler(path, h)
+}
+
+// Add adds r to the host manager and, if r is multicluster.Aware, engages it
+// with every cluster engaged so far and every cluster engaged later.
+func (m *mcManager) Add(r manager.Runnable) error {
+	if err := m.Manager.Add(r); err != nil {
+		return err
+	}
+	aware, ok := r.(multicluster.Aware)
+	if !ok {
+		return nil
+	}
+	m.mu.Lock()
+	m.awares = append(m.awares, aware)
+	engaged := make(map[multicluster.ClusterName]*engagement, len(m.clusters))
+	for name, e := range m.clusters {
+		engaged[name] = e
+	}
+	m.mu.Unlock()
+
+	// Replay the fleet concurrently: a slow cluster must not hold back the others.
+	log := m.GetLogger()
+	var wg sync.WaitGroup
+	for name, e := range engaged {
+		wg.Go(func() {
+			if err := aware.Engage(e.ctx, name, e.cl); err != nil {
+				log.Error(err, "Failed to engage cluster with a late-added runnable", "cluster", name)
+			}
+		})
+	}
+	wg.Wait()
+	return nil
+}
+
+// Engage records the cluster and engages it with every Aware runnable. It
+// returns the runnables' errors, wrapped with the cluster name.
+func (m *mcManager) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	if name == LocalCluster {
+		return errors.New(`mcmanager: the cluster name "" is reserved for the host cluster`)
+	}
+	if cl == nil {
+		return fmt.Errorf("mcmanager: cluster %q: nil cluster", name)
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("mcmanager: cluster %q: engagement context already done: %w", name, ctx.Err())
+	}
+	e := &engagement{cl: cl, ctx: ctx}
+	m.mu.Lock()
+	m.clusters[name] = e
+	awares := append([]multicluster.Aware(nil), m.awares...)
+	m.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		m.mu.Lock()
+		if m.clusters[name] == e {
+			delete(m.clusters, name)
+		}
+		m.mu.Unlock()
+	})
+
+	errs := make([]error, len(awares))
+	if len(awares) == 1 {
+		errs[0] = awares[0].Engage(ctx, name, cl)
+	} else {
+		var wg sync.WaitGroup
+		for i, a := range awares {
+			wg.Go(func() { errs[i] = a.Engage(ctx, name, cl) })
+		}
+		wg.Wait()
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("mcmanager: engaging cluster %q: %w", name, err)
+	}
+	return nil
+}
+
+// GetCluster returns the host cluster for "" and an engaged cluster otherwise.
+func (m *mcManager) GetCluster(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	if name == LocalCluster {
+		return m.Manager, nil
+	}
+	m.mu.RLock()
+	e, ok := m.clusters[name]
+	m.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+	}
+	return e.cl, nil
+}
+
+// ClusterFromContext returns the cluster whose name ctx carries.
+func (m *mcManager) ClusterFromContext(ctx context.Context) (cluster.Cluster, error) {
+	name, ok := mccontext.ClusterFrom(ctx)
+	if !ok {
+		return nil, mccontext.ErrNoCluster
+	}
+	return m.GetCluster(ctx, name)
+}
+
+// GetManager returns a manager scoped to the named cluster.
+func (m *mcManager) GetManager(ctx context.Context, name multicluster.ClusterName) (manager.Manager, error) {
+	cl, err := m.GetCluster(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if name == LocalCluster {
+		return m.Manager, nil
+	}
+	return &scopedManager{Manager: m.Manager, cl: cl}, nil
+}
+
+// fleetIndexer registers an index on the host and, through the provider, on
+// every provider cluster.
+type fleetIndexer struct{ m *mcManager }
+
+func (f *fleetIndexer) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	if err := f.m.Manager.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
+		return fmt.Errorf("indexing %T by %q on the host cluster: %w", obj, field, err)
+	}
+	if f.m.provider == nil {
+		return nil
+	}
+	if err := f.m.provider.IndexField(ctx, obj, field, extract); err != nil {
+		return fmt.Errorf("indexing %T by %q on provider clusters: %w", obj, field, err)
+	}
+	return nil
+}
+
+// providerRunnable runs the provider's discovery loop with the manager. It
+// does not wait for leader election: every replica needs to know the fleet.
+type providerRunnable struct {
+	provider multicluster.ProviderRunnable
+	aware    multicluster.Aware
+}
+
+func (p *providerRunnable) Start(ctx context.Context) error { return p.provider.Start(ctx, p.aware) }
+func (p *providerRunnable) NeedLeaderElection() bool        { return false }

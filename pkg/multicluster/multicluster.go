@@ -1,0 +1,59 @@
+package multicluster
+
+import (
+	"context"
+	"errors"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+)
+
+// ClusterName identifies a cluster of the fleet. It is an alias so that plain
+// strings work everywhere. The empty name is reserved for the host cluster.
+type ClusterName = string
+
+// ErrClusterNotFound is returned, wrapped, when a cluster is not (or no longer)
+// part of the fleet. Reconcilers may return it; the ClusterNotFound wrapper in
+// pkg/reconcile then drops the request instead of retrying it.
+var ErrClusterNotFound = errors.New("cluster not found")
+
+// Aware is implemented by everything that works per cluster: the manager,
+// controllers, and users' runnables.
+type Aware interface {
+	// Engage starts work for a cluster. ctx lives as long as the engagement:
+	// cancelling it disengages the cluster and stops everything started for it.
+	//
+	// Engage is idempotent for the same name and cluster instance; engaging a
+	// name with a different instance replaces the previous engagement. It
+	// returns promptly: it never waits on the network without a bound.
+	Engage(ctx context.Context, name ClusterName, cl cluster.Cluster) error
+}
+
+// Provider knows which clusters form the fleet and how to reach them.
+type Provider interface {
+	// Get returns the cluster with the given name, or an error wrapping
+	// ErrClusterNotFound if the provider does not know it.
+	Get(ctx context.Context, clusterName ClusterName) (cluster.Cluster, error)
+
+	// IndexField registers a field index on every cluster the provider has
+	// engaged and on every cluster it engages later.
+	IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error
+}
+
+// ProviderRunnable is a Provider with a discovery loop. The manager runs it
+// when it starts; users never call Start themselves.
+type ProviderRunnable interface {
+	// Start discovers clusters and engages them with aware. It blocks until ctx
+	// is done.
+	Start(ctx context.Context, aware Aware) error
+}
+
+// AwareFunc adapts a function to Aware.
+type AwareFunc func(ctx context.Context, name ClusterName, cl cluster.Cluster) error
+
+// Engage calls f.
+func (f AwareFunc) Engage(ctx context.Context, name ClusterName, cl cluster.Cluster) error {
+	return f(ctx, name, cl)
+}
+
+var _ Aware = AwareFunc(nil)

@@ -1,0 +1,112 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
+)
+
+// Kind watches objects of obj's type in every cluster it is offered, through
+// that cluster's shared informer. h is called once per cluster to build its
+// handler; predicates filter events before the handler sees them.
+func Kind[object client.Object](obj object, h mchandler.TypedEventHandlerFunc[object, mcreconcile.Request], predicates ...predicate.TypedPredicate[object]) *KindSource[object] {
+	return TypedKind(obj, h, predicates...)
+}
+
+// TypedKind is Kind for any request type.
+func TypedKind[object client.Object, request comparable](obj object, h mchandler.TypedEventHandlerFunc[object, request], predicates ...predicate.TypedPredicate[object]) *TypedKindSource[object, request] {
+	return &TypedKindSource[object, request]{obj: obj, handler: h, predicates: predicates}
+}
+
+// KindSource is the Source returned by Kind.
+type KindSource[object client.Object] = TypedKindSource[object, mcreconcile.Request]
+
+// TypedKindSource is the Source returned by TypedKind.
+type TypedKindSource[object client.Object, request comparable] struct {
+	obj        object
+	handler    mchandler.TypedEventHandlerFunc[object, request]
+	predicates []predicate.TypedPredicate[object]
+}
+
+var _ TypedSource[mcreconcile.Request] = &KindSource[client.Object]{}
+
+// ForCluster returns the cluster's watch on the object type.
+func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[request], error) {
+	if k.handler == nil {
+		return nil, errors.New("mcsource.Kind: no handler")
+	}
+	return &clusterKind[object, request]{
+		obj:        k.obj,
+		cache:      cl.GetCache(),
+		handler:    k.handler(name, cl),
+		predicates: k.predicates,
+		cluster:    name,
+	}, nil
+}
+
+func (k *TypedKindSource[object, request]) String() string {
+	return fmt.Sprintf("kind source: %T", k.obj)
+}
+
+// clusterKind is one cluster's watch: an event handler registered on the
+// cluster's informer for the object's type, removed when ctx ends.
+type clusterKind[object client.Object, request comparable] struct {
+	obj        object
+	cache      cache.Cache
+	handler    handler.TypedEventHandler[object, request]
+	predicates []predicate.TypedPredicate[object]
+	cluster    multicluster.ClusterName
+
+	registration toolscache.ResourceEventHandlerRegistration
+}
+
+var _ source.TypedSyncingSource[mcreconcile.Request] = &clusterKind[client.Object, mcreconcile.Request]{}
+
+// Start registers the handler. It returns once the informer exists; it does
+// not wait for it to sync, and starts no goroutine.
+func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) error {
+	if k.registration != nil {
+		return fmt.Errorf("cluster %q: %s was started twice", k.cluster, k)
+	}
+	informer, err := k.cache.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return fmt.Errorf("cluster %q: getting informer for %T: %w", k.cluster, k.obj, err)
+	}
+	reg, err := informer.AddEventHandlerWithOptions(NewEventHandler(ctx, q, k.handler, k.predicates), toolscache.HandlerOptions{})
+	if err != nil {
+		return fmt.Errorf("cluster %q: adding event handler for %T: %w", k.cluster, k.obj, err)
+	}
+	k.registration = reg
+	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
+	return nil
+}
+
+// WaitForSync waits until the handler has seen the informer's initial list.
+func (k *clusterKind[object, request]) WaitForSync(ctx context.Context) error {
+	if k.registration == nil {
+		return fmt.Errorf("cluster %q: %s was not started", k.cluster, k)
+	}
+	select {
+	case <-k.registration.HasSyncedChecker().Done():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster %q: waiting for %s to sync: %w", k.cluster, k, ctx.Err())
+	}
+}
+
+func (k *clusterKind[object, request]) String() string {
+	return fmt.Sprintf("kind source: %T in cluster %q", k.obj, k.cluster)
+}

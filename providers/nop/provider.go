@@ -1,0 +1,30 @@
+package nop
+
+import (
+	"context"
+	"fmt"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+var _ multicluster.Provider = &Provider{}
+
+// Provider has no clusters.
+type Provider struct{}
+
+// New returns a provider without clusters.
+func New() *Provider { return &Provider{} }
+
+// Get always returns an error wrapping multicluster.ErrClusterNotFound.
+func (p *Provider) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	return nil, fmt.Errorf("cluster %q: %w (the nop provider has no clusters)", name, multicluster.ErrClusterNotFound)
+}
+
+// IndexField succeeds: an index over no clusters has nothing to apply to, and
+// this provider never engages one later.
+func (p *Provider) IndexField(context.Context, client.Object, string, client.IndexerFunc) error {
+	return nil
+}
