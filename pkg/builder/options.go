@@ -50,8 +50,10 @@ func WithPredicates(predicates ...predicate.Predicate) Predicates {
 	return Predicates{predicates: predicates}
 }
 
-func (p Predicates) ApplyToFor(in *ForInput)   { in.predicates = append(in.predicates, p.predicates...) }
-func (p Predicates) ApplyToOwns(in *OwnsInput) { in.predicates = append(in.predicates, p.predicates...) }
+func (p Predicates) ApplyToFor(in *ForInput) { in.predicates = append(in.predicates, p.predicates...) }
+func (p Predicates) ApplyToOwns(in *OwnsInput) {
+	in.predicates = append(in.predicates, p.predicates...)
+}
 func (p Predicates) ApplyToWatches(in *WatchesInput) {
 	in.predicates = append(in.predicates, p.predicates...)
 }
