@@ -135,7 +135,13 @@ func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []
 	startErr := make(chan error, 1)
 	go func() {
 		// The one goroutine per cluster: cluster.Start blocks while it runs.
-		startErr <- e.cl.Start(e.ctx)
+		err := e.cl.Start(e.ctx)
+		// Its informers have stopped: let go of the idle connections they used,
+		// so that a removed cluster leaves no connection goroutines behind.
+		if hc := e.cl.GetHTTPClient(); hc != nil {
+			hc.CloseIdleConnections()
+		}
+		startErr <- err
 	}()
 
 	timeout := c.CacheSyncTimeout

@@ -1,0 +1,33 @@
+package testfleet
+
+import (
+	"fmt"
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// RunMain is a TestMain body: it starts a shared fleet of n control planes,
+// hands it to use, runs the package's tests, stops the fleet and then fails
+// the run if goroutines were leaked. It does not return.
+func RunMain(m *testing.M, n int, use func(*Fleet), leakOptions ...goleak.Option) {
+	f, err := Start(n, Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	use(f)
+	code := m.Run()
+	if err := f.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(leakOptions...); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: goroutines left after the tests: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
