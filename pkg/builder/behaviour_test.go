@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
+	"time"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -20,6 +21,7 @@ import (
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
+	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
 )
 
 const ownerField = "metadata.labels.owner"
@@ -223,5 +225,37 @@ func TestEventsPredicatesAndLiftedHandlers(t *testing.T) {
 	}
 	if n := lifted.Load(); n < 2 {
 		t.Errorf("handler factory called %d times, want once per cluster (2)", n)
+	}
+}
+
+// Generic events sent on a channel reach the handler of the cluster they
+// name; events for clusters that are not engaged are dropped.
+func TestGenericEventsFromAChannel(t *testing.T) {
+	e := newEnv(t)
+	events := make(chan mcsource.GenericEvent[client.Object])
+	rec := e.recorder()
+	must(t, e.builder().WatchesRawSource(mcsource.Channel(events, mchandler.EnqueueRequestForObject)).Complete(rec))
+	e.engage(1)
+	e.engage(2)
+	mctest.Start(t, e.mgr)
+	mctest.Eventually(t, 0, func() error {
+		_, err := e.mgr.GetCluster(context.Background(), member(2))
+		return err
+	})
+
+	obj := &corev1.ConfigMap{}
+	obj.Namespace, obj.Name = e.ns, "external"
+	send := func(cluster string) {
+		select {
+		case events <- mcsource.GenericEvent[client.Object]{ClusterName: cluster, Object: obj}:
+		case <-time.After(30 * time.Second):
+			t.Fatal("nobody reads the channel")
+		}
+	}
+	send("not-engaged")
+	send(member(2))
+	rec.WaitFor(t, 1, member(2), e.ns, "external")
+	if n := rec.Count(member(1), e.ns, "external") + rec.Count("not-engaged", e.ns, "external"); n != 0 {
+		t.Errorf("event reached other clusters: %v", rec.Counts())
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,7 +156,10 @@ func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []
 		return fmt.Errorf("cluster %q: %w", name, err)
 	}
 	if err := aware.Engage(e.ctx, name, e.cl); err != nil {
-		return fmt.Errorf("cluster %q: engaging: %w", name, err)
+		if !strings.Contains(err.Error(), strconv.Quote(name)) {
+			err = fmt.Errorf("cluster %q: %w", name, err)
+		}
+		return err
 	}
 	return nil
 }

@@ -209,10 +209,8 @@ func (m *mcManager) Engage(ctx context.Context, name multicluster.ClusterName, c
 		}
 		wg.Wait()
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("mcmanager: engaging cluster %q: %w", name, err)
-	}
-	return nil
+	// Each runnable's error names the cluster already.
+	return errors.Join(errs...)
 }
 
 // GetCluster returns the host cluster for "" and an engaged cluster otherwise.

@@ -79,15 +79,15 @@ var _ source.TypedSyncingSource[mcreconcile.Request] = &clusterKind[client.Objec
 // not wait for it to sync, and starts no goroutine.
 func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) error {
 	if k.registration != nil {
-		return fmt.Errorf("cluster %q: %s was started twice", k.cluster, k)
+		return fmt.Errorf("%s was started twice", k)
 	}
 	informer, err := k.cache.GetInformer(ctx, k.obj, cache.BlockUntilSynced(false))
 	if err != nil {
-		return fmt.Errorf("cluster %q: getting informer for %T: %w", k.cluster, k.obj, err)
+		return fmt.Errorf("getting informer for %T: %w", k.obj, err)
 	}
 	reg, err := informer.AddEventHandlerWithOptions(NewEventHandler(ctx, q, k.handler, k.predicates), toolscache.HandlerOptions{})
 	if err != nil {
-		return fmt.Errorf("cluster %q: adding event handler for %T: %w", k.cluster, k.obj, err)
+		return fmt.Errorf("adding event handler for %T: %w", k.obj, err)
 	}
 	k.registration = reg
 	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })

@@ -1,0 +1,259 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
+	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	clustersprovider "github.com/mcruntime/multicluster-runtime/providers/clusters"
+)
+
+// fleet: member 0 is the host, 1 and 2 are members.
+var fleet *testfleet.Fleet
+
+func TestMain(m *testing.M) {
+	testfleet.RunMain(m, 3, func(f *testfleet.Fleet) { fleet = f })
+}
+
+func TestGetClusterGetManagerAndClusterFromContext(t *testing.T) {
+	ctx := context.Background()
+	p := clustersprovider.New()
+	mgr := mctest.NewManager(t, fleet.Config(0), p)
+	ns := "manager-api"
+	for i := range 3 {
+		mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(i)), ns)
+		mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(i)), ns, "who", map[string]string{"i": fmt.Sprint(i)})
+	}
+
+	// A single-cluster reconciler that finds its cluster in the context.
+	type seen struct {
+		cluster string
+		data    string
+	}
+	var mu sync.Mutex
+	var got []seen
+	single := reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+		cl, err := mgr.ClusterFromContext(ctx)
+		if err != nil {
+			return reconcile.Result{}, err
+		}
+		name, _ := mccontext.ClusterFrom(ctx)
+		cm := &corev1.ConfigMap{}
+		if err := cl.GetClient().Get(ctx, req.NamespacedName, cm); err != nil {
+			return reconcile.Result{}, client.IgnoreNotFound(err)
+		}
+		mu.Lock()
+		got = append(got, seen{name, cm.Data["i"]})
+		mu.Unlock()
+		return reconcile.Result{}, nil
+	})
+	if err := mcbuilder.ControllerManagedBy(mgr).Named("from-context").
+		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(true)).
+		WithEventFilter(inNamespace(ns)).
+		Complete(mccontext.ReconcilerWithClusterInContext(single)); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Add(ctx, "one", mctest.NewCluster(t, fleet.Config(1))); err != nil {
+		t.Fatal(err)
+	}
+	mctest.Start(t, mgr)
+
+	host, err := mgr.GetCluster(ctx, mcmanager.LocalCluster)
+	if err != nil || host != mgr.GetLocalManager() {
+		t.Fatalf(`GetCluster("") = %v, %v; want the host manager`, host, err)
+	}
+	if _, err := mgr.GetCluster(ctx, "nope"); !errors.Is(err, multicluster.ErrClusterNotFound) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("GetCluster(unknown) = %v; want an error naming the cluster and wrapping ErrClusterNotFound", err)
+	}
+	if _, err := mgr.ClusterFromContext(ctx); !errors.Is(err, mccontext.ErrNoCluster) {
+		t.Fatalf("ClusterFromContext outside a reconciler = %v; want ErrNoCluster", err)
+	}
+
+	mctest.Eventually(t, 0, func() error {
+		scoped, err := mgr.GetManager(ctx, "one")
+		if err != nil {
+			return err
+		}
+		cm := &corev1.ConfigMap{}
+		if err := scoped.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: ns, Name: "who"}, cm); err != nil {
+			return err
+		}
+		if cm.Data["i"] != "1" {
+			t.Fatalf("GetManager(one) read member %s", cm.Data["i"])
+		}
+		return nil
+	})
+
+	mctest.Eventually(t, 0, func() error {
+		mu.Lock()
+		defer mu.Unlock()
+		want := map[seen]bool{{"", "0"}: true, {"one", "1"}: true}
+		for _, s := range got {
+			delete(want, s)
+		}
+		if len(want) > 0 {
+			return fmt.Errorf("reconciles so far %v, missing %v", got, want)
+		}
+		return nil
+	})
+}
+
+// Without a provider, the same controller code runs against the host alone.
+func TestNilProviderRunsAgainstTheHost(t *testing.T) {
+	mgr := mctest.NewManager(t, fleet.Config(0), nil)
+	if mgr.GetProvider() != nil {
+		t.Fatal("provider should be nil")
+	}
+	ns := "nil-provider"
+	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(0)), ns)
+	rec := &mctest.Recorder{Namespace: ns}
+	if err := mcbuilder.ControllerManagedBy(mgr).Named("nil-provider").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+		t.Fatal(err)
+	}
+	mctest.Start(t, mgr)
+	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(0)), ns, "cm", nil)
+	rec.WaitFor(t, 1, "", ns, "cm")
+}
+
+// A member that cannot be reached neither delays the others nor their
+// reconciles; its own engagement fails within the configured bound, with an
+// error that names it.
+func TestUnreachableClusterIsIsolated(t *testing.T) {
+	dead := testfleet.New(t, 1)
+	deadCfg := dead.Config(0)
+	if err := dead.StopMember(0); err != nil {
+		t.Fatal(err)
+	}
+	// An endpoint that accepts connections and never answers: worse than a
+	// refused connection, because nothing fails on its own.
+	hanging := hangingEndpoint(t)
+	hangingCfg := rest.CopyConfig(deadCfg)
+	hangingCfg.Host = "https://" + hanging
+
+	ns := "isolation"
+	p := clustersprovider.New()
+	mgr := mctest.NewManager(t, fleet.Config(0), p)
+	rec := &mctest.Recorder{Namespace: ns}
+	const bound = 3 * time.Second
+	if err := mcbuilder.ControllerManagedBy(mgr).Named("isolation").For(&corev1.ConfigMap{}).
+		WithOptions(mccontroller.Options{CacheSyncTimeout: bound}).Complete(rec); err != nil {
+		t.Fatal(err)
+	}
+	mctest.Start(t, mgr)
+	ctx := context.Background()
+	// Wait until the provider runs, so that Add engages at once.
+	if err := p.Add(ctx, "probe", mctest.NewCluster(t, fleet.Config(1))); err != nil {
+		t.Fatal(err)
+	}
+	mctest.Eventually(t, 0, func() error { _, err := mgr.GetCluster(ctx, "probe"); return err })
+	p.Remove("probe")
+
+	type result struct {
+		name string
+		err  error
+		took time.Duration
+	}
+	results := make(chan result, 4)
+	add := func(name string, cfg *rest.Config) {
+		cl := mctest.NewCluster(t, cfg)
+		start := time.Now()
+		go func() {
+			err := p.Add(ctx, name, cl)
+			results <- result{name, err, time.Since(start)}
+		}()
+	}
+	add("dead", deadCfg)
+	add("hanging", hangingCfg)
+	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(1)), ns)
+	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(2)), ns)
+	add("healthy-1", fleet.Config(1))
+	add("healthy-2", fleet.Config(2))
+
+	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(1)), ns, "cm", nil)
+	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(2)), ns, "cm", nil)
+	rec.WaitFor(t, 1, "healthy-1", ns, "cm")
+	rec.WaitFor(t, 1, "healthy-2", ns, "cm")
+
+	for range 4 {
+		r := <-results
+		switch r.name {
+		case "healthy-1", "healthy-2":
+			if r.err != nil {
+				t.Errorf("%s: %v", r.name, r.err)
+			}
+		default:
+			if r.err == nil {
+				t.Errorf("%s engaged, want an error", r.name)
+				continue
+			}
+			if !strings.Contains(r.err.Error(), `"`+r.name+`"`) {
+				t.Errorf("%s: error does not name the cluster: %v", r.name, r.err)
+			}
+			if r.took > bound+10*time.Second {
+				t.Errorf("%s: failing took %s, bound is %s", r.name, r.took, bound)
+			}
+			t.Logf("%s failed after %s: %v", r.name, r.took.Round(time.Millisecond), r.err)
+		}
+	}
+	for _, name := range []string{"dead", "hanging"} {
+		if _, err := mgr.GetCluster(ctx, name); !errors.Is(err, multicluster.ErrClusterNotFound) {
+			t.Errorf("%s: still engaged after failing: %v", name, err)
+		}
+	}
+}
+
+// hangingEndpoint accepts TCP connections and never writes to them, until the
+// test ends.
+func hangingEndpoint(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+	return l.Addr().String()
+}
+
+func inNamespace(ns string) predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns })
+}
