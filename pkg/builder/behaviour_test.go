@@ -4,8 +4,8 @@ import (
 	"context"
 	"fmt"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/util/workqueue"
@@ -174,8 +174,12 @@ func TestEventsPredicatesAndLiftedHandlers(t *testing.T) {
 				note("create", ev.Object)
 				q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ev.Object)})
 			},
-			UpdateFunc: func(_ context.Context, ev event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) { note("update", ev.ObjectNew) },
-			DeleteFunc: func(_ context.Context, ev event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) { note("delete", ev.Object) },
+			UpdateFunc: func(_ context.Context, ev event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				note("update", ev.ObjectNew)
+			},
+			DeleteFunc: func(_ context.Context, ev event.DeleteEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				note("delete", ev.Object)
+			},
 		}
 	})
 	rec := e.recorder()

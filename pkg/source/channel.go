@@ -60,7 +60,9 @@ func (c *ChannelSource[object]) ForCluster(name multicluster.ClusterName, cl clu
 	return &channelRegistration[object]{src: c, name: name, handler: c.handler(name, cl)}, nil
 }
 
-func (c *ChannelSource[object]) String() string { return fmt.Sprintf("channel source: %T", *new(object)) }
+func (c *ChannelSource[object]) String() string {
+	return fmt.Sprintf("channel source: %T", *new(object))
+}
 
 type channelRegistration[object client.Object] struct {
 	src     *ChannelSource[object]

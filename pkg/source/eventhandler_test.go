@@ -32,7 +32,9 @@ func TestEventHandlerTranslatesInformerCallbacks(t *testing.T) {
 	notSkipped := predicate.NewTypedPredicateFuncs(func(o *corev1.ConfigMap) bool { return o.Name != "skip" })
 	eh := NewEventHandler[*corev1.ConfigMap, reconcile.Request](context.Background(), nil, h, []predicate.TypedPredicate[*corev1.ConfigMap]{notSkipped})
 
-	cm := func(name string) *corev1.ConfigMap { return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}} }
+	cm := func(name string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
 	eh.OnAdd(cm("a"), true)
 	eh.OnAdd(cm("skip"), false)
 	eh.OnAdd(&corev1.Secret{}, false) // wrong type: dropped
@@ -58,4 +60,3 @@ func boolMark(b bool) string {
 	}
 	return ""
 }
-
