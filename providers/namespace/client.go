@@ -1,0 +1,453 @@
+package namespace
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// scope maps between a virtual cluster, whose namespaced objects live in
+// namespace "default", and its backing namespace on the shared API server.
+type scope struct {
+	cluster   string        // the virtual cluster's name, for errors
+	namespace string        // the backing namespace
+	types     client.Client // answers which types are namespaced
+}
+
+var namespacesResource = schema.GroupResource{Resource: "namespaces"}
+
+// backing returns the backing namespace for a namespace named inside the
+// virtual cluster: "" and "default" map to it; any other namespace does not
+// exist there.
+func (s *scope) backing(ns string) (string, error) {
+	if ns == "" || ns == VirtualNamespace {
+		return s.namespace, nil
+	}
+	return "", fmt.Errorf("cluster %q: a namespace virtual cluster has only namespace %q: %w",
+		s.cluster, VirtualNamespace, apierrors.NewNotFound(namespacesResource, ns))
+}
+
+func (s *scope) namespaced(obj runtime.Object) (bool, error) {
+	ok, err := s.types.IsObjectNamespaced(obj)
+	if err != nil {
+		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+	}
+	return ok, nil
+}
+
+// listNamespaced reports whether the items of a list type are namespaced.
+func (s *scope) listNamespaced(list client.ObjectList) (bool, error) {
+	gvk, err := s.types.GroupVersionKindFor(list)
+	if err != nil {
+		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	ok, err := apiutil.IsGVKNamespaced(gvk, s.types.RESTMapper())
+	if err != nil {
+		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+	}
+	return ok, nil
+}
+
+// enter moves a namespaced obj into the backing namespace. The returned
+// function moves it back into the virtual one.
+func (s *scope) enter(obj client.Object) (leave func(), err error) {
+	namespaced, err := s.namespaced(obj)
+	if err != nil {
+		return nil, err
+	}
+	if !namespaced {
+		return func() {}, nil
+	}
+	ns, err := s.backing(obj.GetNamespace())
+	if err != nil {
+		return nil, err
+	}
+	obj.SetNamespace(ns)
+	return func() { obj.SetNamespace(VirtualNamespace) }, nil
+}
+
+// enterSub moves an optional subresource body into the backing namespace if
+// it names the virtual one.
+func (s *scope) enterSub(obj runtime.Object) func() {
+	o, ok := obj.(client.Object)
+	if !ok || o == nil || o.GetNamespace() != VirtualNamespace {
+		return func() {}
+	}
+	o.SetNamespace(s.namespace)
+	return func() {
+		if o.GetNamespace() == s.namespace {
+			o.SetNamespace(VirtualNamespace)
+		}
+	}
+}
+
+// fieldSelector rewrites a metadata.namespace requirement.
+func (s *scope) fieldSelector(sel fields.Selector) (fields.Selector, error) {
+	if sel == nil || sel.Empty() {
+		return sel, nil
+	}
+	return sel.Transform(func(field, value string) (string, string, error) {
+		if field == "metadata.namespace" && (value == VirtualNamespace || value == "") {
+			return field, s.namespace, nil
+		}
+		return field, value, nil
+	})
+}
+
+// nsReader is a client.Reader scoped to a virtual cluster.
+type nsReader struct {
+	*scope
+	r client.Reader
+}
+
+var _ client.Reader = &nsReader{}
+
+// Get reads an object; a namespaced one from the backing namespace.
+func (c *nsReader) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	namespaced, err := c.namespaced(obj)
+	if err != nil {
+		return err
+	}
+	if !namespaced {
+		return c.r.Get(ctx, key, obj, opts...)
+	}
+	if key.Namespace, err = c.backing(key.Namespace); err != nil {
+		return err
+	}
+	o := (&client.GetOptions{}).ApplyOptions(opts)
+	o.UnsafeDisableDeepCopy = nil // the object is rewritten: it must be a copy
+	if err := c.r.Get(ctx, key, obj, o); err != nil {
+		return err
+	}
+	obj.SetNamespace(VirtualNamespace)
+	return nil
+}
+
+// List lists objects; namespaced ones of the backing namespace only.
+func (c *nsReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	namespaced, err := c.listNamespaced(list)
+	if err != nil {
+		return err
+	}
+	if !namespaced {
+		return c.r.List(ctx, list, opts...)
+	}
+	o := (&client.ListOptions{}).ApplyOptions(opts)
+	if o.Namespace, err = c.backing(o.Namespace); err != nil {
+		return err
+	}
+	if o.FieldSelector, err = c.fieldSelector(o.FieldSelector); err != nil {
+		return fmt.Errorf("cluster %q: %w", c.cluster, err)
+	}
+	o.UnsafeDisableDeepCopy = nil // the items are rewritten: they must be copies
+	if err := c.r.List(ctx, list, o); err != nil {
+		return err
+	}
+	return meta.EachListItem(list, func(item runtime.Object) error {
+		if m, ok := item.(namespaceSetter); ok {
+			m.SetNamespace(VirtualNamespace)
+		}
+		return nil
+	})
+}
+
+type namespaceSetter interface{ SetNamespace(string) }
+
+// nsClient is a client.Client scoped to a virtual cluster: namespaced objects
+// are read from and written to the backing namespace and appear in namespace
+// "default"; cluster-scoped objects are those of the shared API server.
+type nsClient struct {
+	nsReader
+	c client.Client
+}
+
+var _ client.Client = &nsClient{}
+
+func newClient(s *scope, c client.Client) *nsClient {
+	return &nsClient{nsReader: nsReader{scope: s, r: c}, c: c}
+}
+
+// Create creates obj.
+func (c *nsClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	leave, err := c.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return c.c.Create(ctx, obj, opts...)
+}
+
+// Update updates obj.
+func (c *nsClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	leave, err := c.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return c.c.Update(ctx, obj, opts...)
+}
+
+// Delete deletes obj.
+func (c *nsClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	leave, err := c.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return c.c.Delete(ctx, obj, opts...)
+}
+
+// Patch patches obj. Merge, JSON and strategic-merge patches are computed in
+// the virtual namespace; server-side apply patches carry the backing one.
+func (c *nsClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	p, err := c.patch(obj, patch)
+	if err != nil {
+		return err
+	}
+	leave, err := c.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return c.c.Patch(ctx, obj, p, opts...)
+}
+
+// patch computes a patch's body before obj moves namespace, except for
+// server-side apply, whose body is obj itself and must name the backing one.
+func (c *scope) patch(obj client.Object, patch client.Patch) (client.Patch, error) {
+	switch patch.Type() {
+	case types.ApplyPatchType:
+		return &applyPatch{inner: patch, scope: c}, nil
+	case types.ApplyCBORPatchType:
+		return patch, nil // computed from obj once it is in the backing namespace
+	}
+	data, err := patch.Data(obj)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: computing %s patch: %w", c.cluster, patch.Type(), err)
+	}
+	return client.RawPatch(patch.Type(), data), nil
+}
+
+// DeleteAllOf deletes all objects of obj's type matching opts; a namespaced
+// type's in the backing namespace only, never across namespaces.
+func (c *nsClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	namespaced, err := c.namespaced(obj)
+	if err != nil {
+		return err
+	}
+	if !namespaced {
+		return c.c.DeleteAllOf(ctx, obj, opts...)
+	}
+	o := (&client.DeleteAllOfOptions{}).ApplyOptions(opts)
+	if o.Namespace, err = c.backing(o.Namespace); err != nil {
+		return err
+	}
+	if o.FieldSelector, err = c.fieldSelector(o.FieldSelector); err != nil {
+		return fmt.Errorf("cluster %q: %w", c.cluster, err)
+	}
+	return c.c.DeleteAllOf(ctx, obj, o)
+}
+
+// Apply applies an apply configuration (server-side apply) and fills it with
+// the result.
+func (c *nsClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	return c.apply(obj, func(u runtime.ApplyConfiguration) error { return c.c.Apply(ctx, u, opts...) })
+}
+
+// apply runs do on an unstructured copy of ac moved into the backing
+// namespace, then copies the result back into ac.
+func (c *scope) apply(ac runtime.ApplyConfiguration, do func(runtime.ApplyConfiguration) error) error {
+	u, err := c.unstructuredApply(ac)
+	if err != nil {
+		return err
+	}
+	if err := do(client.ApplyConfigurationFromUnstructured(u)); err != nil {
+		return err
+	}
+	if u.GetNamespace() == c.namespace {
+		u.SetNamespace(VirtualNamespace)
+	}
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return fmt.Errorf("cluster %q: encoding apply result: %w", c.cluster, err)
+	}
+	if err := json.Unmarshal(data, ac); err != nil {
+		return fmt.Errorf("cluster %q: decoding apply result into %T: %w", c.cluster, ac, err)
+	}
+	return nil
+}
+
+func (c *scope) unstructuredApply(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
+	if ac == nil {
+		return nil, fmt.Errorf("cluster %q: nil apply configuration", c.cluster)
+	}
+	data, err := json.Marshal(ac)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: encoding %T: %w", c.cluster, ac, err)
+	}
+	u := &unstructured.Unstructured{}
+	if err := json.Unmarshal(data, &u.Object); err != nil {
+		return nil, fmt.Errorf("cluster %q: decoding %T: %w", c.cluster, ac, err)
+	}
+	gvk := u.GroupVersionKind()
+	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.types.RESTMapper())
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", c.cluster, err)
+	}
+	if namespaced {
+		ns, err := c.backing(u.GetNamespace())
+		if err != nil {
+			return nil, err
+		}
+		u.SetNamespace(ns)
+	}
+	return u, nil
+}
+
+// Status returns the status subresource client.
+func (c *nsClient) Status() client.SubResourceWriter { return c.SubResource("status") }
+
+// SubResource returns a client for the named subresource.
+func (c *nsClient) SubResource(subResource string) client.SubResourceClient {
+	return &nsSubResourceClient{scope: c.scope, c: c.c.SubResource(subResource)}
+}
+
+// Scheme returns the shared cluster's scheme.
+func (c *nsClient) Scheme() *runtime.Scheme { return c.c.Scheme() }
+
+// RESTMapper returns the shared cluster's REST mapper.
+func (c *nsClient) RESTMapper() meta.RESTMapper { return c.c.RESTMapper() }
+
+// GroupVersionKindFor returns obj's GroupVersionKind.
+func (c *nsClient) GroupVersionKindFor(obj runtime.Object) (schema.GroupVersionKind, error) {
+	return c.c.GroupVersionKindFor(obj)
+}
+
+// IsObjectNamespaced reports whether obj's type is namespaced.
+func (c *nsClient) IsObjectNamespaced(obj runtime.Object) (bool, error) {
+	return c.c.IsObjectNamespaced(obj)
+}
+
+// nsSubResourceClient is a subresource client scoped to a virtual cluster.
+type nsSubResourceClient struct {
+	*scope
+	c client.SubResourceClient
+}
+
+var _ client.SubResourceClient = &nsSubResourceClient{}
+
+// Get reads obj's subresource into subResource.
+func (c *nsSubResourceClient) Get(ctx context.Context, obj, subResource client.Object, opts ...client.SubResourceGetOption) error {
+	leave, err := c.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	defer c.enterSub(subResource)()
+	if err := c.c.Get(ctx, obj, subResource, opts...); err != nil {
+		return err
+	}
+	if subResource.GetNamespace() == c.namespace {
+		subResource.SetNamespace(VirtualNamespace)
+	}
+	return nil
+}
+
+// Create creates subResource for obj (e.g. an eviction or a token request).
+func (c *nsSubResourceClient) Create(ctx context.Context, obj, subResource client.Object, opts ...client.SubResourceCreateOption) error {
+	leave, err := c.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	defer c.enterSub(subResource)()
+	return c.c.Create(ctx, obj, subResource, opts...)
+}
+
+// Update updates obj's subresource.
+func (c *nsSubResourceClient) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	o := (&client.SubResourceUpdateOptions{}).ApplyOptions(opts)
+	leave, err := c.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if o.SubResourceBody != nil {
+		defer c.enterSub(o.SubResourceBody)()
+	}
+	return c.c.Update(ctx, obj, o)
+}
+
+// Patch patches obj's subresource.
+func (c *nsSubResourceClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	o := (&client.SubResourcePatchOptions{}).ApplyOptions(opts)
+	body := client.Object(obj)
+	if o.SubResourceBody != nil {
+		body = o.SubResourceBody
+	}
+	p, err := c.patch(body, patch)
+	if err != nil {
+		return err
+	}
+	leave, err := c.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if o.SubResourceBody != nil {
+		defer c.enterSub(o.SubResourceBody)()
+	}
+	return c.c.Patch(ctx, obj, p, o)
+}
+
+// Apply applies an apply configuration to obj's subresource.
+func (c *nsSubResourceClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	o := (&client.SubResourceApplyOptions{}).ApplyOpts(opts)
+	if o.SubResourceBody != nil {
+		body, err := c.unstructuredApply(o.SubResourceBody)
+		if err != nil {
+			return err
+		}
+		o.SubResourceBody = client.ApplyConfigurationFromUnstructured(body)
+	}
+	return c.apply(obj, func(u runtime.ApplyConfiguration) error { return c.c.Apply(ctx, u, o) })
+}
+
+// applyPatch is a server-side apply patch computed once obj is in the backing
+// namespace. A body that still names the virtual namespace (a raw patch
+// written for the virtual cluster) is moved into the backing one.
+type applyPatch struct {
+	inner client.Patch
+	scope *scope
+}
+
+func (a *applyPatch) Type() types.PatchType { return a.inner.Type() }
+
+func (a *applyPatch) Data(obj client.Object) ([]byte, error) {
+	data, err := a.inner.Data(obj)
+	if err != nil {
+		return nil, err
+	}
+	var body map[string]any
+	if json.Unmarshal(data, &body) != nil {
+		return data, nil // not a JSON object: let the server judge it
+	}
+	md, _ := body["metadata"].(map[string]any)
+	if ns, _ := md["namespace"].(string); md == nil || ns != VirtualNamespace {
+		return data, nil
+	}
+	md["namespace"] = a.scope.namespace
+	return json.Marshal(body)
+}

@@ -1,0 +1,324 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+)
+
+// VirtualNamespace is the namespace in which a virtual cluster's namespaced
+// objects appear.
+const VirtualNamespace = metav1.NamespaceDefault
+
+// virtualCluster is the cluster.Cluster of one namespace.
+type virtualCluster struct {
+	p         *Provider
+	name      string
+	namespace string
+	scope     *scope
+
+	ctx    context.Context // ends when the cluster stops
+	cancel context.CancelFunc
+
+	client    *nsClient
+	apiReader *nsReader
+	cache     *virtualCache
+	started   atomic.Bool
+
+	mu    sync.Mutex
+	views map[informerKey]*viewInformer
+}
+
+var _ cluster.Cluster = &virtualCluster{}
+
+func newVirtualCluster(ctx context.Context, p *Provider, ns string) *virtualCluster {
+	vc := &virtualCluster{p: p, name: ns, namespace: ns, views: map[informerKey]*viewInformer{}}
+	vc.ctx, vc.cancel = context.WithCancel(ctx)
+	vc.scope = &scope{cluster: ns, namespace: ns, types: p.cl.GetClient()}
+	vc.client = newClient(vc.scope, p.cl.GetClient())
+	vc.apiReader = &nsReader{scope: vc.scope, r: p.cl.GetAPIReader()}
+	vc.cache = &virtualCache{nsReader: nsReader{scope: vc.scope, r: p.cl.GetCache()}, vc: vc}
+	return vc
+}
+
+// Start runs the virtual cluster until ctx ends. The shared cache is run by
+// the provider; a virtual cluster only holds handler registrations, which
+// Start removes when it returns. It may be called once.
+func (vc *virtualCluster) Start(ctx context.Context) error {
+	if !vc.started.CompareAndSwap(false, true) {
+		return fmt.Errorf("cluster %q: already started", vc.name)
+	}
+	select {
+	case <-ctx.Done():
+	case <-vc.ctx.Done():
+	}
+	vc.stop()
+	return nil
+}
+
+// stop ends the cluster and removes every handler it registered.
+func (vc *virtualCluster) stop() {
+	vc.cancel()
+	vc.mu.Lock()
+	views := vc.views
+	vc.views = map[informerKey]*viewInformer{}
+	vc.mu.Unlock()
+	for _, v := range views {
+		v.removeAll()
+	}
+}
+
+// view returns the cluster's informer view for key.
+func (vc *virtualCluster) view(ctx context.Context, key informerKey, obj client.Object) (*viewInformer, error) {
+	vc.mu.Lock()
+	v, ok := vc.views[key]
+	vc.mu.Unlock()
+	if ok {
+		return v, nil
+	}
+	d, err := vc.p.dispatchers.get(ctx, key, obj)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: getting the shared informer for %s: %w", vc.name, key.gvk, err)
+	}
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if vc.ctx.Err() != nil {
+		return nil, fmt.Errorf("cluster %q: %w", vc.name, errStopped)
+	}
+	if v, ok := vc.views[key]; ok {
+		return v, nil
+	}
+	v = &viewInformer{vc: vc, d: d, regs: map[*registration]struct{}{}}
+	vc.views[key] = v
+	return v, nil
+}
+
+// GetHTTPClient returns the shared API server's HTTP client. Requests made
+// with it are not mapped into the namespace.
+func (vc *virtualCluster) GetHTTPClient() *http.Client { return vc.p.cl.GetHTTPClient() }
+
+// GetConfig returns the shared API server's config. Clients built from it
+// are not mapped into the namespace; use GetClient for that.
+func (vc *virtualCluster) GetConfig() *rest.Config { return vc.p.cl.GetConfig() }
+
+// GetCache returns the cluster's view of the shared cache.
+func (vc *virtualCluster) GetCache() cache.Cache { return vc.cache }
+
+// GetScheme returns the shared cluster's scheme.
+func (vc *virtualCluster) GetScheme() *runtime.Scheme { return vc.p.cl.GetScheme() }
+
+// GetClient returns a client mapped into the namespace.
+func (vc *virtualCluster) GetClient() client.Client { return vc.client }
+
+// GetFieldIndexer returns the provider's indexer: an index is registered
+// once on the shared cache and serves every virtual cluster.
+func (vc *virtualCluster) GetFieldIndexer() client.FieldIndexer { return vc.p }
+
+// GetRESTMapper returns the shared cluster's REST mapper.
+func (vc *virtualCluster) GetRESTMapper() meta.RESTMapper { return vc.p.cl.GetRESTMapper() }
+
+// GetAPIReader returns an uncached reader mapped into the namespace.
+func (vc *virtualCluster) GetAPIReader() client.Reader { return vc.apiReader }
+
+// GetEventRecorderFor returns a recorder (core/v1 Events) whose events land
+// in the backing namespace.
+func (vc *virtualCluster) GetEventRecorderFor(name string) record.EventRecorder {
+	//lint:ignore SA1019 cluster.Cluster still requires the old events API; we map it, not use it.
+	return &legacyRecorder{vc: vc, r: vc.p.cl.GetEventRecorderFor(name)}
+}
+
+// GetEventRecorder returns a recorder (events.k8s.io/v1) whose events land in
+// the backing namespace.
+func (vc *virtualCluster) GetEventRecorder(name string) recorder.EventRecorder {
+	return &eventsRecorder{vc: vc, r: vc.p.cl.GetEventRecorder(name)}
+}
+
+// toBacking returns obj as the shared API server knows it, for recorders:
+// a copy in the backing namespace if it is in the virtual one.
+func (vc *virtualCluster) toBacking(obj runtime.Object) runtime.Object {
+	switch o := obj.(type) {
+	case nil:
+		return nil
+	case *corev1.ObjectReference:
+		if o.Namespace != VirtualNamespace {
+			return o
+		}
+		c := *o
+		c.Namespace = vc.namespace
+		return &c
+	case client.Object:
+		if o.GetNamespace() != VirtualNamespace && o.GetNamespace() != "" {
+			return o
+		}
+		if namespaced, err := vc.scope.namespaced(o); err != nil || !namespaced {
+			return o
+		}
+		c := o.DeepCopyObject().(client.Object)
+		c.SetNamespace(vc.namespace)
+		return c
+	}
+	return obj
+}
+
+// legacyRecorder records core/v1 Events in the backing namespace.
+type legacyRecorder struct {
+	vc *virtualCluster
+	r  record.EventRecorder
+}
+
+var _ record.EventRecorder = &legacyRecorder{}
+
+// Event records an event about object.
+func (l *legacyRecorder) Event(object runtime.Object, eventtype, reason, message string) {
+	l.r.Event(l.vc.toBacking(object), eventtype, reason, message)
+}
+
+// Eventf records a formatted event about object.
+func (l *legacyRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
+	l.r.Eventf(l.vc.toBacking(object), eventtype, reason, messageFmt, args...)
+}
+
+// AnnotatedEventf records a formatted, annotated event about object.
+func (l *legacyRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
+	l.r.AnnotatedEventf(l.vc.toBacking(object), annotations, eventtype, reason, messageFmt, args...)
+}
+
+// eventsRecorder records events.k8s.io/v1 Events in the backing namespace.
+type eventsRecorder struct {
+	vc *virtualCluster
+	r  recorder.EventRecorder
+}
+
+var _ recorder.EventRecorder = &eventsRecorder{}
+
+// Eventf records an event about regarding.
+func (e *eventsRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	e.r.Eventf(e.vc.toBacking(regarding), e.vc.toBacking(related), eventtype, reason, action, note, args...)
+}
+
+// AnnotatedEventf records an annotated event about regarding.
+func (e *eventsRecorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...any) {
+	e.r.AnnotatedEventf(e.vc.toBacking(regarding), e.vc.toBacking(related), annotations, eventtype, reason, action, note, args...)
+}
+
+// virtualCache is a virtual cluster's view of the shared cache: reads are
+// mapped into the namespace, informers are per-namespace views.
+type virtualCache struct {
+	nsReader
+	vc *virtualCluster
+}
+
+var _ cache.Cache = &virtualCache{}
+
+// GetInformer returns the cluster's informer for obj's type. For a
+// namespaced type it is a view of the shared informer that delivers only the
+// namespace's objects, in namespace "default". For a cluster-scoped type it
+// is the shared informer itself: cluster-scoped objects are shared by all
+// virtual clusters.
+func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	namespaced, err := c.namespaced(obj)
+	if err != nil {
+		return nil, err
+	}
+	if !namespaced {
+		return c.r.(cache.Cache).GetInformer(ctx, obj, opts...)
+	}
+	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", c.cluster, err)
+	}
+	v, err := c.vc.view(ctx, informerKey{gvk: gvk, form: formOf(obj)}, obj)
+	if err != nil {
+		return nil, err
+	}
+	o := cache.InformerGetOptions{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.BlockUntilSynced == nil || *o.BlockUntilSynced {
+		select {
+		case <-v.HasSyncedChecker().Done():
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster %q: waiting for the informer for %s to sync: %w", c.cluster, gvk, ctx.Err())
+		}
+	}
+	return v, nil
+}
+
+// GetInformerForKind is GetInformer for a GroupVersionKind; kinds the scheme
+// does not know are watched as unstructured objects.
+func (c *virtualCache) GetInformerForKind(ctx context.Context, gvk schema.GroupVersionKind, opts ...cache.InformerGetOption) (cache.Informer, error) {
+	obj, err := c.vc.GetScheme().New(gvk)
+	if err != nil {
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		obj = u
+	}
+	o, ok := obj.(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: %s is not a client.Object", c.cluster, gvk)
+	}
+	return c.GetInformer(ctx, o, opts...)
+}
+
+// RemoveInformer removes the cluster's view for a namespaced type with all
+// its handlers. The shared informer of a cluster-scoped type serves every
+// virtual cluster and cannot be removed from one: that is an error.
+func (c *virtualCache) RemoveInformer(_ context.Context, obj client.Object) error {
+	namespaced, err := c.namespaced(obj)
+	if err != nil {
+		return err
+	}
+	if !namespaced {
+		return fmt.Errorf("cluster %q: the informer for cluster-scoped %T is shared by every namespace virtual cluster and cannot be removed from one", c.cluster, obj)
+	}
+	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
+	if err != nil {
+		return fmt.Errorf("cluster %q: %w", c.cluster, err)
+	}
+	key := informerKey{gvk: gvk, form: formOf(obj)}
+	c.vc.mu.Lock()
+	v, ok := c.vc.views[key]
+	delete(c.vc.views, key)
+	c.vc.mu.Unlock()
+	if ok {
+		v.removeAll()
+	}
+	return nil
+}
+
+// Start is an error: the shared cache is started by the provider, never
+// through a virtual cluster.
+func (c *virtualCache) Start(context.Context) error {
+	return fmt.Errorf("cluster %q: %w", c.cluster, errCacheStart)
+}
+
+var errCacheStart = errors.New("the cache of a namespace virtual cluster is the provider's shared cache, which the provider starts; it cannot be started through a virtual cluster")
+
+// WaitForCacheSync waits for the shared cache.
+func (c *virtualCache) WaitForCacheSync(ctx context.Context) bool {
+	return c.r.(cache.Cache).WaitForCacheSync(ctx)
+}
+
+// IndexField registers an index once on the shared cache, for every virtual
+// cluster (see Provider.IndexField).
+func (c *virtualCache) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return c.vc.p.IndexField(ctx, obj, field, extract)
+}

@@ -1,0 +1,254 @@
+package namespace
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+func TestUniformControllerAcrossNamespaces(t *testing.T) {
+	c := directClient(t)
+	ctx := context.Background()
+	initial := names("uniform", 3)
+	createNamespaces(t, c, initial, "cm")
+	env := startManager(t, nil, nil)
+
+	for _, ns := range initial {
+		eventually(t, 30*time.Second, func() error {
+			if !env.rec.has(request(ns, "cm")) {
+				return fmt.Errorf("cluster %q: cm not reconciled", ns)
+			}
+			return nil
+		})
+	}
+	// Each request names its cluster and namespace "default", never the backing one.
+	env.rec.mu.Lock()
+	for req := range env.rec.seen {
+		if req.Namespace != VirtualNamespace {
+			t.Errorf("request %s: namespace %q, want %q", req, req.Namespace, VirtualNamespace)
+		}
+	}
+	env.rec.mu.Unlock()
+
+	// A new namespace engages a new cluster.
+	createNamespaces(t, c, []string{"uniform-late"}, "late")
+	eventually(t, 30*time.Second, func() error {
+		if !env.rec.has(request("uniform-late", "late")) {
+			return errors.New("late namespace not reconciled")
+		}
+		return nil
+	})
+	if _, err := env.mgr.GetCluster(ctx, "uniform-late"); err != nil {
+		t.Fatalf("late cluster not engaged with the manager: %v", err)
+	}
+
+	// Deleting it disengages it (envtest has no namespace controller: the
+	// Namespace stays terminating, which is enough).
+	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "uniform-late"}}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		if _, err := env.mgr.GetCluster(ctx, "uniform-late"); !errors.Is(err, multicluster.ErrClusterNotFound) {
+			return fmt.Errorf("manager still has the cluster: err=%v", err)
+		}
+		if _, err := env.p.Get(ctx, "uniform-late"); !errors.Is(err, multicluster.ErrClusterNotFound) {
+			return fmt.Errorf("provider still has the cluster: err=%v", err)
+		}
+		return nil
+	})
+	// Its handlers are gone from the shared informer.
+	eventually(t, 10*time.Second, func() error {
+		env.p.dispatchers.mu.Lock()
+		defer env.p.dispatchers.mu.Unlock()
+		for k, d := range env.p.dispatchers.m {
+			if d.handlersFor("uniform-late") != nil {
+				return fmt.Errorf("%s still dispatches to the disengaged namespace", k.gvk)
+			}
+		}
+		return nil
+	})
+	// The others still work.
+	if _, err := env.p.Get(ctx, initial[0]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIndexServesEachVirtualCluster(t *testing.T) {
+	c := directClient(t)
+	ctx := context.Background()
+	nss := names("index", 2)
+	createNamespaces(t, c, nss)
+	for _, ns := range nss {
+		for i, v := range []string{"red", "red", "blue"} {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i)}, Data: map[string]string{"color": v}}
+			if err := c.Create(ctx, cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	env := startManager(t, nil, func(mgr mcmanager.Manager) {
+		err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "data.color", func(o client.Object) []string {
+			return []string{o.(*corev1.ConfigMap).Data["color"]}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	for _, ns := range nss {
+		var vc interface{ GetClient() client.Client }
+		eventually(t, 30*time.Second, func() (err error) {
+			vc, err = env.mgr.GetCluster(ctx, ns)
+			return err
+		})
+		eventually(t, 10*time.Second, func() error {
+			list := &corev1.ConfigMapList{}
+			if err := vc.GetClient().List(ctx, list, client.MatchingFields{"data.color": "red"}); err != nil {
+				return err
+			}
+			if len(list.Items) != 2 {
+				return fmt.Errorf("cluster %q: %d red ConfigMaps, want 2", ns, len(list.Items))
+			}
+			for _, cm := range list.Items {
+				if cm.Namespace != VirtualNamespace {
+					return fmt.Errorf("cluster %q: item in namespace %q", ns, cm.Namespace)
+				}
+			}
+			return nil
+		})
+	}
+	// Registering the index again through a virtual cluster does not register
+	// it twice on the shared cache (which would fail with a conflict).
+	vc, err := env.p.Get(ctx, nss[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := vc.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "data.color", func(client.Object) []string { return nil }); err != nil {
+		t.Fatalf("re-registering an index: %v", err)
+	}
+}
+
+func TestEventsLandInBackingNamespace(t *testing.T) {
+	c := directClient(t)
+	ctx := context.Background()
+	createNamespaces(t, c, []string{"events"}, "subject")
+	env := startManager(t, nil, nil)
+	var vc interface {
+		GetClient() client.Client
+	}
+	eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, "events"); return err })
+	cl, _ := env.p.Get(ctx, "events")
+	cm := &corev1.ConfigMap{}
+	eventually(t, 10*time.Second, func() error {
+		return vc.GetClient().Get(ctx, client.ObjectKey{Namespace: VirtualNamespace, Name: "subject"}, cm)
+	})
+	//lint:ignore SA1019 the old events API is part of cluster.Cluster and must work.
+	cl.GetEventRecorderFor("ns-test").Event(cm, corev1.EventTypeNormal, "Legacy", "recorded through the virtual cluster")
+	cl.GetEventRecorder("ns-test").Eventf(cm, nil, corev1.EventTypeNormal, "Modern", "Test", "recorded through %s", "events.k8s.io")
+	eventually(t, 30*time.Second, func() error {
+		list := &corev1.EventList{}
+		if err := c.List(ctx, list, client.InNamespace("events")); err != nil {
+			return err
+		}
+		got := map[string]bool{}
+		for _, e := range list.Items {
+			if e.InvolvedObject.Namespace != "events" || e.InvolvedObject.Name != "subject" {
+				return fmt.Errorf("event %s about %s/%s", e.Name, e.InvolvedObject.Namespace, e.InvolvedObject.Name)
+			}
+			got[e.Reason] = true
+		}
+		if !got["Legacy"] || !got["Modern"] {
+			return fmt.Errorf("events in the backing namespace: %v", got)
+		}
+		return nil
+	})
+	// Nothing landed in the real "default" namespace.
+	list := &corev1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(VirtualNamespace)); err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range list.Items {
+		if e.InvolvedObject.Name == "subject" {
+			t.Errorf("event %s landed in the real default namespace", e.Name)
+		}
+	}
+}
+
+// watchCounter counts WATCH requests per path.
+type watchCounter struct {
+	mu      sync.Mutex
+	watches map[string]int
+	next    http.RoundTripper
+}
+
+func (w *watchCounter) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Query().Get("watch") == "true" {
+		w.mu.Lock()
+		w.watches[req.URL.Path]++
+		w.mu.Unlock()
+	}
+	return w.next.RoundTrip(req)
+}
+
+func (w *watchCounter) snapshot() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for k, v := range w.watches {
+		out[k] = v
+	}
+	return out
+}
+
+func TestOneInformerPerTypeFor50Namespaces(t *testing.T) {
+	c := directClient(t)
+	nss := names("shared", 50)
+	createNamespaces(t, c, nss, "cm")
+	counter := &watchCounter{watches: map[string]int{}}
+	cfg := fleet.Config(0)
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
+	env := startManager(t, cfg, nil)
+	for _, ns := range nss {
+		eventually(t, 60*time.Second, func() error {
+			if !env.rec.has(request(ns, "cm")) {
+				return fmt.Errorf("cluster %q not reconciled", ns)
+			}
+			return nil
+		})
+	}
+	watches := counter.snapshot()
+	if watches["/api/v1/configmaps"] != 1 {
+		t.Errorf("ConfigMap watches on the API server: %d, want exactly 1 (all: %v)", watches["/api/v1/configmaps"], watches)
+	}
+	for path, n := range watches {
+		if strings.HasPrefix(path, "/api/v1/namespaces/") {
+			t.Errorf("per-namespace watch %s (%d)", path, n)
+		}
+		if n != 1 {
+			t.Errorf("%d watches on %s, want 1", n, path)
+		}
+	}
+	infs := env.p.informers()
+	if len(infs) != 1 {
+		t.Errorf("shared informers with dispatchers: %v, want only ConfigMaps", infs)
+	}
+	for gvk, n := range infs {
+		if n < len(nss) {
+			t.Errorf("%s dispatches to %d namespaces, want at least %d", gvk, n, len(nss))
+		}
+	}
+	t.Logf("watches: %v; dispatchers: %v", watches, infs)
+	_ = rest.CopyConfig
+}
