@@ -87,7 +87,7 @@ func (c *Clusters[T]) AddOrReplace(ctx context.Context, name multicluster.Cluste
 	if err := c.run(name, e, indexes, aware); err != nil {
 		if hadOld && old.ctx.Err() == nil {
 			c.mu.Lock()
-			if _, ok := c.clusters[name]; !ok {
+			if cur, ok := c.clusters[name]; !ok || cur == e {
 				c.clusters[name] = old
 			}
 			c.mu.Unlock()
@@ -125,6 +125,13 @@ func (c *Clusters[T]) insertLocked(ctx context.Context, name multicluster.Cluste
 func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []index, aware multicluster.Aware) (err error) {
 	defer func() {
 		if err != nil {
+			// Forget the entry now, not when the cancellation's AfterFunc gets
+			// to run: the caller must not find a cluster that failed.
+			c.mu.Lock()
+			if c.clusters[name] == e {
+				delete(c.clusters, name)
+			}
+			c.mu.Unlock()
 			e.cancel()
 		}
 	}()

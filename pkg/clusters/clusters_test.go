@@ -1,0 +1,211 @@
+package clusters_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+var fleet *testfleet.Fleet
+
+func TestMain(m *testing.M) {
+	testfleet.RunMain(m, 2, func(f *testfleet.Fleet) { fleet = f })
+}
+
+// engagements records what an Aware saw.
+type engagements struct {
+	mu     sync.Mutex
+	active map[string]cluster.Cluster
+	total  atomic.Int32
+}
+
+func (e *engagements) Engage(ctx context.Context, name string, cl cluster.Cluster) error {
+	e.mu.Lock()
+	if e.active == nil {
+		e.active = map[string]cluster.Cluster{}
+	}
+	e.active[name] = cl
+	e.mu.Unlock()
+	e.total.Add(1)
+	context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		if e.active[name] == cl {
+			delete(e.active, name)
+		}
+		e.mu.Unlock()
+	})
+	return nil
+}
+
+func (e *engagements) get(name string) cluster.Cluster {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.active[name]
+}
+
+func TestAddGetRemove(t *testing.T) {
+	c := clusters.New[cluster.Cluster]()
+	aware := &engagements{}
+	ctx := t.Context()
+	a := mctest.NewCluster(t, fleet.Config(0))
+	if err := c.Add(ctx, "a", a, aware); err != nil {
+		t.Fatal(err)
+	}
+	if aware.get("a") != a {
+		t.Fatal("Add returned before engaging")
+	}
+	if err := c.Add(ctx, "a", mctest.NewCluster(t, fleet.Config(0)), aware); !errors.Is(err, clusters.ErrClusterExists) {
+		t.Fatalf("second Add = %v, want ErrClusterExists", err)
+	}
+	if got, err := c.Get(ctx, "a"); err != nil || got != a {
+		t.Fatalf("Get(a) = %v, %v", got, err)
+	}
+	if _, err := c.Get(ctx, "b"); !errors.Is(err, multicluster.ErrClusterNotFound) {
+		t.Fatalf("Get(b) = %v, want ErrClusterNotFound", err)
+	}
+	b := mctest.NewCluster(t, fleet.Config(1))
+	if err := c.Add(ctx, "b", b, aware); err != nil {
+		t.Fatal(err)
+	}
+	if names := c.ClusterNames(); fmt.Sprint(names) != "[a b]" {
+		t.Fatalf("ClusterNames = %v", names)
+	}
+	c.Remove("a")
+	if _, err := c.Get(ctx, "a"); !errors.Is(err, multicluster.ErrClusterNotFound) {
+		t.Fatalf("Get after Remove = %v", err)
+	}
+	mctest.Eventually(t, 0, func() error {
+		if aware.get("a") != nil {
+			return errors.New("a still engaged")
+		}
+		return nil
+	})
+	c.Remove("a") // removing twice is harmless
+	// When the context an entry was added with ends, the cluster goes too.
+	bctx, cancel := context.WithCancel(ctx)
+	c2 := mctest.NewCluster(t, fleet.Config(1))
+	if err := c.Add(bctx, "short", c2, aware); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	mctest.Eventually(t, 0, func() error {
+		if _, err := c.Get(ctx, "short"); err == nil {
+			return errors.New("short-lived cluster still present")
+		}
+		return nil
+	})
+}
+
+// Indexes registered before a cluster is added are in place before its cache
+// starts; indexes registered later reach clusters already present. Each
+// cluster gets each index once (a second registration of the same index on a
+// cache fails, so a double application would surface as an error).
+func TestIndexesBeforeAndAfterAdd(t *testing.T) {
+	c := clusters.New[cluster.Cluster]()
+	ctx := t.Context()
+	byData := func(field string) client.IndexerFunc {
+		return func(o client.Object) []string { return []string{o.(*corev1.ConfigMap).Data[field]} }
+	}
+	if err := c.IndexField(ctx, &corev1.ConfigMap{}, "data.early", byData("early")); err != nil {
+		t.Fatal(err)
+	}
+	ns := "clusters-index"
+	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(0)), ns)
+	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(0)), ns, "cm", map[string]string{"early": "x", "late": "y"})
+
+	cl := mctest.NewCluster(t, fleet.Config(0))
+	if err := c.Add(ctx, "a", cl, &engagements{}); err != nil {
+		t.Fatal(err)
+	}
+	// The cache synced its ConfigMap informer before Add returned: the early
+	// index answers at once, without polling.
+	list := &corev1.ConfigMapList{}
+	if err := cl.GetCache().List(ctx, list, client.InNamespace(ns), client.MatchingFields{"data.early": "x"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("early index: %d items, %v", len(list.Items), err)
+	}
+	if err := c.IndexField(ctx, &corev1.ConfigMap{}, "data.late", byData("late")); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.GetCache().List(ctx, list, client.InNamespace(ns), client.MatchingFields{"data.late": "y"}); err != nil || len(list.Items) != 1 {
+		t.Fatalf("late index: %d items, %v", len(list.Items), err)
+	}
+}
+
+// A replaced cluster's teardown never removes its replacement; a replacement
+// that fails keeps the old cluster.
+func TestAddOrReplace(t *testing.T) {
+	c := clusters.New[cluster.Cluster]()
+	aware := &engagements{}
+	ctx := t.Context()
+	old := mctest.NewCluster(t, fleet.Config(0))
+	if err := c.AddOrReplace(ctx, "x", old, aware); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddOrReplace(ctx, "x", old, aware); err != nil || aware.total.Load() != 1 {
+		t.Fatalf("re-adding the same instance: err=%v engagements=%d, want no new engagement", err, aware.total.Load())
+	}
+	newer := mctest.NewCluster(t, fleet.Config(1))
+	if err := c.AddOrReplace(ctx, "x", newer, aware); err != nil {
+		t.Fatal(err)
+	}
+	// The old cluster's context is cancelled by the replacement; its teardown
+	// runs, and must leave the new entry alone.
+	mctest.Eventually(t, 0, func() error {
+		if got := aware.get("x"); got != newer {
+			return fmt.Errorf("engaged instance is %p, want the replacement %p", got, newer)
+		}
+		return nil
+	})
+	if got, err := c.Get(ctx, "x"); err != nil || got != newer {
+		t.Fatalf("Get after replace = %v, %v", got, err)
+	}
+
+	refuse := multicluster.AwareFunc(func(context.Context, string, cluster.Cluster) error { return errors.New("refused") })
+	if err := c.AddOrReplace(ctx, "x", mctest.NewCluster(t, fleet.Config(0)), refuse); err == nil {
+		t.Fatal("a refused replacement succeeded")
+	}
+	if got, err := c.Get(ctx, "x"); err != nil || got != newer {
+		t.Fatalf("after a failed replacement Get = %v, %v; want the previous cluster", got, err)
+	}
+}
+
+// Concurrent use is race-free (run with -race) and ends consistent.
+func TestConcurrentUse(t *testing.T) {
+	c := clusters.New[cluster.Cluster]()
+	ctx := t.Context()
+	aware := &engagements{}
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			name := fmt.Sprintf("c%d", i%4)
+			cl := mctest.NewCluster(t, fleet.Config(i%2))
+			_ = c.AddOrReplace(ctx, name, cl, aware)
+			_, _ = c.Get(ctx, name)
+			_ = c.ClusterNames()
+			if i%3 == 0 {
+				c.Remove(name)
+			}
+		})
+		wg.Go(func() {
+			_ = c.IndexField(ctx, &corev1.ConfigMap{}, fmt.Sprintf("f%d", i), func(client.Object) []string { return nil })
+		})
+	}
+	wg.Wait()
+	for _, name := range c.ClusterNames() {
+		if _, err := c.Get(ctx, name); err != nil {
+			t.Errorf("listed cluster %q is not gettable: %v", name, err)
+		}
+	}
+}
