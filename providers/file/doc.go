@@ -1,0 +1,36 @@
+// Package file provides a multicluster.Provider that discovers clusters from
+// kubeconfig files on disk.
+//
+// Every context of every kubeconfig file becomes a cluster named
+// "<path><separator><context>" (separator "+" by default), for example
+// "/etc/fleet/prod.kubeconfig+eu-west". Files come from three places:
+//
+//   - Options.KubeconfigFiles: explicit files;
+//   - Options.KubeconfigDirs: every regular, non-hidden file of these
+//     directories whose name matches one of Options.KubeconfigGlobs
+//     (DefaultKubeconfigGlobs unless set);
+//   - with neither files nor directories: the files in $KUBECONFIG (split on
+//     the OS list separator, ":" on Unix) or, when it is unset, ~/.kube/config.
+//
+// The provider watches its files and directories with fsnotify. Bursts of
+// writes (editors, atomic renames, Kubernetes volume updates) are coalesced
+// for Options.Debounce, then the provider re-reads everything and applies the
+// difference:
+//
+//   - a new file or context engages its clusters;
+//   - a changed file re-creates only the clusters whose resolved configuration
+//     (the context, its cluster and its user, compared by hash) changed;
+//   - a deleted file or context disengages its clusters;
+//   - a directory or file that does not exist yet is picked up when it appears
+//     (its nearest existing ancestor is watched meanwhile).
+//
+// A file that cannot be read or parsed is logged, naming the file, and
+// skipped; clusters it served before keep running with their last good
+// configuration, and other files are unaffected. A cluster that cannot be
+// reached is retried with exponential backoff without delaying the others.
+// Credentials never appear in logs or errors.
+//
+// Cluster lifecycle (start, cache sync, indexes, engagement, teardown) is
+// delegated to pkg/clusters; each cluster being added runs in its own
+// goroutine.
+package file

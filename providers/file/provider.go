@@ -1,0 +1,339 @@
+package file
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+var (
+	_ multicluster.Provider         = &Provider{}
+	_ multicluster.ProviderRunnable = &Provider{}
+)
+
+const (
+	// DefaultSeparator joins a file's path and a context name into a cluster name.
+	DefaultSeparator = "+"
+	// DefaultDebounce is how long the provider waits for a burst of file
+	// system events to settle before re-reading the files.
+	DefaultDebounce = 200 * time.Millisecond
+	// minRetryBackoff and maxRetryBackoff bound the retries of a cluster that
+	// cannot be engaged (unreachable server, rejected credentials, ...).
+	minRetryBackoff = time.Second
+	maxRetryBackoff = time.Minute
+)
+
+// DefaultKubeconfigGlobs are the file name patterns read in
+// Options.KubeconfigDirs when Options.KubeconfigGlobs is empty. Hidden files
+// (names starting with ".") are never read.
+var DefaultKubeconfigGlobs = []string{"*.kubeconfig", "*.yaml", "*.yml", "kubeconfig"}
+
+// Options configure a Provider. The zero value reads $KUBECONFIG or
+// ~/.kube/config.
+type Options struct {
+	// KubeconfigFiles are kubeconfig files to read. A file that does not exist
+	// yet is read when it appears.
+	KubeconfigFiles []string
+
+	// KubeconfigDirs are directories whose files matching KubeconfigGlobs are
+	// read. A directory that does not exist yet is read when it appears.
+	KubeconfigDirs []string
+
+	// KubeconfigGlobs are the file name patterns (filepath.Match syntax,
+	// matched against the base name) read in KubeconfigDirs. Defaults to
+	// DefaultKubeconfigGlobs.
+	KubeconfigGlobs []string
+
+	// Separator joins path and context in cluster names. Defaults to
+	// DefaultSeparator.
+	Separator string
+
+	// ClusterName, if set, names the cluster of a context of a file, replacing
+	// "<path><Separator><context>". It must return distinct, stable names.
+	ClusterName func(path, context string) multicluster.ClusterName
+
+	// ClusterOptions are applied to every cluster the provider creates.
+	ClusterOptions []cluster.Option
+
+	// Debounce is how long a burst of file system events must be quiet before
+	// the files are read again. Defaults to DefaultDebounce.
+	Debounce time.Duration
+}
+
+// Provider engages one cluster per context of every kubeconfig file it is
+// configured with, and follows the files as they change. Create it with New;
+// the Multi-Cluster Manager runs it.
+type Provider struct {
+	pkgclusters.Clusters[cluster.Cluster]
+
+	opts    Options
+	absRefs []string // absolute configured files and directories, for event filtering
+	members members
+
+	mu      sync.Mutex
+	started bool
+	paths   map[multicluster.ClusterName]string // the file each engaged cluster comes from
+}
+
+// New returns a provider for the files and directories in opts. With neither
+// files nor directories it reads the files listed in $KUBECONFIG, or
+// ~/.kube/config when $KUBECONFIG is empty.
+func New(opts Options) (*Provider, error) {
+	if len(opts.KubeconfigFiles) == 0 && len(opts.KubeconfigDirs) == 0 {
+		files, err := defaultFiles()
+		if err != nil {
+			return nil, err
+		}
+		opts.KubeconfigFiles = files
+	}
+	if len(opts.KubeconfigGlobs) == 0 {
+		opts.KubeconfigGlobs = DefaultKubeconfigGlobs
+	}
+	for _, g := range opts.KubeconfigGlobs {
+		if _, err := filepath.Match(g, ""); err != nil {
+			return nil, fmt.Errorf("file provider: glob %q: %w", g, err)
+		}
+	}
+	if opts.Separator == "" {
+		opts.Separator = DefaultSeparator
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	opts.KubeconfigFiles = cleanAll(opts.KubeconfigFiles)
+	opts.KubeconfigDirs = cleanAll(opts.KubeconfigDirs)
+
+	p := &Provider{Clusters: pkgclusters.New[cluster.Cluster](), opts: opts, paths: map[multicluster.ClusterName]string{}}
+	for _, path := range append(slices.Clone(opts.KubeconfigFiles), opts.KubeconfigDirs...) {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("file provider: %q: %w", path, err)
+		}
+		p.absRefs = append(p.absRefs, abs)
+	}
+	p.members = members{
+		clusters:   &p.Clusters,
+		opts:       opts.ClusterOptions,
+		minBackoff: minRetryBackoff,
+		maxBackoff: maxRetryBackoff,
+	}
+	return p, nil
+}
+
+func defaultFiles() ([]string, error) {
+	if env := os.Getenv("KUBECONFIG"); env != "" {
+		var files []string
+		for _, f := range filepath.SplitList(env) {
+			if f != "" {
+				files = append(files, f)
+			}
+		}
+		if len(files) > 0 {
+			return files, nil
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return nil, fmt.Errorf("file provider: no files or directories given, $KUBECONFIG is empty and the home directory is unknown: %w", err)
+	}
+	return []string{filepath.Join(home, ".kube", "config")}, nil
+}
+
+func cleanAll(paths []string) []string {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if p != "" {
+			out = append(out, filepath.Clean(p))
+		}
+	}
+	return out
+}
+
+// clusterName names the cluster of one context of one file.
+func (p *Provider) clusterName(path, context string) multicluster.ClusterName {
+	if p.opts.ClusterName != nil {
+		return p.opts.ClusterName(path, context)
+	}
+	return path + p.opts.Separator + context
+}
+
+// Start engages the clusters of the files, then follows the files until ctx
+// ends. Clusters are disengaged when it returns.
+func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
+	p.mu.Lock()
+	if p.started {
+		p.mu.Unlock()
+		return errors.New("file provider: already started")
+	}
+	p.started = true
+	p.mu.Unlock()
+
+	log := logf.FromContext(ctx).WithName("file-provider")
+	watcher, err := fsnotify.NewWatcher()
+	if err != nil {
+		return fmt.Errorf("file provider: creating file watcher: %w", err)
+	}
+	defer func() { _ = watcher.Close() }()
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer p.members.wait()
+	defer cancel()
+	p.members.start(runCtx, aware, log)
+
+	p.sync(log, watcher)
+
+	timer := time.NewTimer(p.opts.Debounce)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-watcher.Events:
+			if !ok {
+				return errors.New("file provider: file watcher closed")
+			}
+			if p.relevant(ev.Name) {
+				timer.Reset(p.opts.Debounce)
+			}
+		case err, ok := <-watcher.Errors:
+			if !ok {
+				return errors.New("file provider: file watcher closed")
+			}
+			// An overflow loses events: read everything again.
+			log.Error(err, "File watcher error, re-reading kubeconfig files")
+			timer.Reset(p.opts.Debounce)
+		case <-timer.C:
+			p.sync(log, watcher)
+		}
+	}
+}
+
+// sync re-reads every file and applies the difference to the engaged clusters.
+func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
+	// Watch first: whatever changes after this point produces an event.
+	p.updateWatches(log, watcher)
+
+	res, listErr := p.scan()
+	if listErr != nil {
+		log.Error(listErr, "Failed to list kubeconfig files; keeping the clusters found before")
+	}
+	for path, err := range res.failed {
+		log.Error(err, "Skipping unreadable or malformed kubeconfig; its clusters keep their last good configuration", "file", path)
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if listErr == nil {
+		for _, name := range p.members.names() {
+			if _, ok := res.clusters[name]; ok {
+				continue
+			}
+			if _, failed := res.failed[p.paths[name]]; failed {
+				continue
+			}
+			if p.members.remove(name) {
+				log.Info("Disengaged cluster: its file or context is gone", "cluster", name, "file", p.paths[name])
+			}
+			delete(p.paths, name)
+		}
+	}
+	names := make([]multicluster.ClusterName, 0, len(res.clusters))
+	for name := range res.clusters {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		w := res.clusters[name]
+		old, known := p.members.hash(name)
+		switch {
+		case !known:
+			log.Info("Engaging cluster", "cluster", name, "file", w.path, "context", w.context)
+		case old != w.hash:
+			log.Info("Re-creating cluster: its configuration changed", "cluster", name, "file", w.path, "context", w.context)
+		default:
+			continue
+		}
+		p.paths[name] = w.path
+		p.members.set(name, w.hash, w.config)
+	}
+}
+
+// updateWatches watches every configured directory and the directory of every
+// configured file, or their nearest existing ancestor while they do not exist.
+func (p *Provider) updateWatches(log logr.Logger, watcher *fsnotify.Watcher) {
+	want := map[string]bool{}
+	for _, f := range p.opts.KubeconfigFiles {
+		want[nearestDir(filepath.Dir(f))] = true
+	}
+	for _, d := range p.opts.KubeconfigDirs {
+		want[nearestDir(d)] = true
+	}
+	have := map[string]bool{}
+	for _, w := range watcher.WatchList() {
+		have[w] = true
+	}
+	for dir := range want {
+		if have[dir] {
+			continue
+		}
+		if err := watcher.Add(dir); err != nil {
+			log.Error(err, "Failed to watch directory; changes in it are seen on the next event", "directory", dir)
+		}
+	}
+	for dir := range have {
+		if !want[dir] {
+			_ = watcher.Remove(dir)
+		}
+	}
+}
+
+// nearestDir returns dir if it is an existing directory, else its nearest
+// existing ancestor.
+func nearestDir(dir string) string {
+	for {
+		if st, err := os.Stat(dir); err == nil && st.IsDir() {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return dir
+		}
+		dir = parent
+	}
+}
+
+// relevant reports whether an event on path may change what the provider
+// reads: a configured file or anything in a configured directory, or an
+// ancestor of one of them being created, renamed or removed.
+func (p *Provider) relevant(path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return true
+	}
+	for _, ref := range p.absRefs {
+		if abs == ref || filepath.Dir(abs) == ref || isAncestor(abs, ref) {
+			return true
+		}
+	}
+	return false
+}
+
+func isAncestor(dir, path string) bool {
+	rel, err := filepath.Rel(dir, path)
+	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
+}
