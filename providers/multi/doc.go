@@ -1,0 +1,16 @@
+// Package multi provides a Provider that composes other providers under name
+// prefixes, for fleets drawn from several sources at once (for example local
+// kind clusters next to Cluster API clusters).
+//
+// A cluster named "dev" by the provider registered under prefix "kind" is
+// known to the manager as "kind#dev" (the separator is configurable). Get
+// routes a name to its provider by the prefix; IndexField reaches every inner
+// provider exactly once, including providers added later.
+//
+// Providers may be added and removed while the manager runs. An inner
+// provider that is a multicluster.ProviderRunnable is started by the multi
+// provider, with an Aware that prefixes the names of the clusters it engages,
+// and stopped when it is removed; removing a provider disengages all of its
+// clusters. A provider that is not runnable only serves Get and IndexField:
+// clusters it engages by other means are not prefixed.
+package multi

@@ -1,0 +1,259 @@
+package multi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+var (
+	_ multicluster.Provider         = &Provider{}
+	_ multicluster.ProviderRunnable = &Provider{}
+)
+
+// DefaultSeparator joins a prefix and a cluster name when
+// Options.Separator is empty.
+const DefaultSeparator = "#"
+
+// Options configure a Provider.
+type Options struct {
+	// Separator joins a provider's prefix and the names of its clusters:
+	// "<prefix><Separator><name>". Defaults to DefaultSeparator. Prefixes may
+	// not contain it.
+	Separator string
+}
+
+// Provider composes providers under name prefixes.
+type Provider struct {
+	sep string
+	log logr.Logger
+
+	mu        sync.Mutex
+	providers map[string]*member
+	indexes   []index
+	ctx       context.Context // the run's, once started
+	aware     multicluster.Aware
+}
+
+type index struct {
+	obj     client.Object
+	field   string
+	extract client.IndexerFunc
+}
+
+// member is one inner provider.
+type member struct {
+	prefix   string
+	provider multicluster.Provider
+	ready    bool // its indexes are applied: it may start
+	removed  bool
+
+	ctx    context.Context // ends when removed or when the multi provider stops; set on start
+	cancel context.CancelFunc
+	done   chan struct{} // closed when a runnable provider's Start returned
+}
+
+// New returns a Provider without inner providers.
+func New(opts Options) *Provider {
+	if opts.Separator == "" {
+		opts.Separator = DefaultSeparator
+	}
+	return &Provider{
+		sep:       opts.Separator,
+		log:       logf.Log.WithName("multi-provider"),
+		providers: map[string]*member{},
+	}
+}
+
+// ErrProviderExists is returned, wrapped, by AddProvider for a prefix in use.
+var ErrProviderExists = errors.New("provider prefix already in use")
+
+// AddProvider registers p under prefix, before or after the multi provider
+// started. Every index registered so far is applied to p first; then, if the
+// multi provider runs and p is a multicluster.ProviderRunnable, p is started.
+func (m *Provider) AddProvider(prefix string, p multicluster.Provider) error {
+	switch {
+	case prefix == "":
+		return errors.New("multi provider: empty prefix")
+	case strings.Contains(prefix, m.sep):
+		return fmt.Errorf("multi provider: prefix %q contains the separator %q", prefix, m.sep)
+	case p == nil:
+		return fmt.Errorf("multi provider: prefix %q: nil provider", prefix)
+	}
+	m.mu.Lock()
+	if _, ok := m.providers[prefix]; ok {
+		m.mu.Unlock()
+		return fmt.Errorf("multi provider: prefix %q: %w", prefix, ErrProviderExists)
+	}
+	mem := &member{prefix: prefix, provider: p}
+	m.providers[prefix] = mem
+	// Indexes registered from now on reach mem through IndexField; these
+	// are the ones before it. Each reaches it exactly once.
+	indexes := slices.Clone(m.indexes)
+	ctx := m.ctx
+	m.mu.Unlock()
+
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	for _, idx := range indexes {
+		if err := p.IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
+			m.mu.Lock()
+			if m.providers[prefix] == mem {
+				delete(m.providers, prefix)
+			}
+			m.mu.Unlock()
+			return fmt.Errorf("multi provider: prefix %q: indexing %T by %q: %w", prefix, idx.obj, idx.field, err)
+		}
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem.ready = true
+	m.startLocked(mem)
+	return nil
+}
+
+// RemoveProvider stops the provider registered under prefix and disengages
+// all its clusters. It returns once a runnable provider's Start returned.
+// Removing an unknown prefix does nothing.
+func (m *Provider) RemoveProvider(prefix string) {
+	m.mu.Lock()
+	mem, ok := m.providers[prefix]
+	var cancel context.CancelFunc
+	var done chan struct{}
+	if ok {
+		delete(m.providers, prefix)
+		mem.removed = true
+		cancel, done = mem.cancel, mem.done
+	}
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if done != nil {
+		<-done
+	}
+}
+
+// Start starts every runnable inner provider, and those added later, until
+// ctx is done. It then waits for them to return.
+func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
+	m.mu.Lock()
+	if m.ctx != nil {
+		m.mu.Unlock()
+		return errors.New("multi provider: already started")
+	}
+	m.ctx, m.aware = ctx, aware
+	for _, mem := range m.providers {
+		m.startLocked(mem)
+	}
+	m.mu.Unlock()
+
+	<-ctx.Done()
+
+	m.mu.Lock()
+	var running []chan struct{}
+	for _, mem := range m.providers {
+		if mem.done != nil {
+			running = append(running, mem.done)
+		}
+	}
+	m.mu.Unlock()
+	for _, done := range running {
+		<-done
+	}
+	return nil
+}
+
+// startLocked starts mem if it is ready, the multi provider runs, and it has
+// not started yet. m.mu is held.
+func (m *Provider) startLocked(mem *member) {
+	if m.ctx == nil || !mem.ready || mem.removed || mem.ctx != nil {
+		return
+	}
+	mem.ctx, mem.cancel = context.WithCancel(m.ctx)
+	runnable, ok := mem.provider.(multicluster.ProviderRunnable)
+	if !ok {
+		return
+	}
+	mem.done = make(chan struct{})
+	aware := &prefixedAware{member: mem, sep: m.sep, aware: m.aware}
+	log := m.log.WithValues("provider", mem.prefix)
+	go func() {
+		defer close(mem.done)
+		if err := runnable.Start(mem.ctx, aware); err != nil && mem.ctx.Err() == nil {
+			log.Error(err, "Provider stopped")
+		}
+	}()
+}
+
+// Get returns the cluster "<prefix><sep><name>" from the provider registered
+// under prefix, or an error wrapping multicluster.ErrClusterNotFound.
+func (m *Provider) Get(ctx context.Context, clusterName multicluster.ClusterName) (cluster.Cluster, error) {
+	prefix, inner, ok := strings.Cut(clusterName, m.sep)
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: name has no provider prefix (separator %q): %w", clusterName, m.sep, multicluster.ErrClusterNotFound)
+	}
+	m.mu.Lock()
+	mem, ok := m.providers[prefix]
+	m.mu.Unlock()
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: unknown provider prefix %q: %w", clusterName, prefix, multicluster.ErrClusterNotFound)
+	}
+	cl, err := mem.provider.Get(ctx, inner)
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", clusterName, err)
+	}
+	return cl, nil
+}
+
+// IndexField registers an index with every inner provider, and with every
+// provider added later, exactly once each.
+func (m *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	m.mu.Lock()
+	m.indexes = append(m.indexes, index{obj: obj, field: field, extract: extract})
+	members := make([]*member, 0, len(m.providers))
+	for _, mem := range m.providers {
+		members = append(members, mem)
+	}
+	m.mu.Unlock()
+
+	var errs []error
+	for _, mem := range members {
+		if err := mem.provider.IndexField(ctx, obj, field, extract); err != nil {
+			errs = append(errs, fmt.Errorf("provider %q: indexing %T by %q: %w", mem.prefix, obj, field, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// prefixedAware engages an inner provider's clusters under prefixed names,
+// for no longer than the inner provider stays registered.
+type prefixedAware struct {
+	member *member
+	sep    string
+	aware  multicluster.Aware
+}
+
+func (a *prefixedAware) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	ectx, cancel := context.WithCancel(ctx)
+	// Removing the provider ends the engagement even if the provider does not.
+	stop := context.AfterFunc(a.member.ctx, cancel)
+	context.AfterFunc(ectx, func() { stop() })
+	if err := a.aware.Engage(ectx, a.member.prefix+a.sep+name, cl); err != nil {
+		cancel()
+		return err
+	}
+	return nil
+}
