@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +57,9 @@ type dispatcher struct {
 }
 
 // nsHandlers are the handlers of one namespace's virtual cluster. mu
-// serialises their calls, as client-go does for one registration.
+// serialises their calls, as client-go does for one registration. A handler
+// may remove registrations from within a callback; it must not add one for
+// the same namespace from within a callback.
 type nsHandlers struct {
 	mu       sync.Mutex
 	handlers []*registration
@@ -101,7 +104,9 @@ func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
 	}
 	v := virtualize(obj)
 	for _, r := range h.handlers {
-		r.handler.OnAdd(v, isInInitialList)
+		if !r.removed.Load() {
+			r.handler.OnAdd(v, isInInitialList)
+		}
 	}
 }
 
@@ -118,7 +123,9 @@ func (d *dispatcher) OnUpdate(oldObj, newObj any) {
 	}
 	o, n := virtualize(oldObj), virtualize(newObj)
 	for _, r := range h.handlers {
-		r.handler.OnUpdate(o, n)
+		if !r.removed.Load() {
+			r.handler.OnUpdate(o, n)
+		}
 	}
 }
 
@@ -135,7 +142,9 @@ func (d *dispatcher) OnDelete(obj any) {
 	}
 	v := virtualize(obj)
 	for _, r := range h.handlers {
-		r.handler.OnDelete(v)
+		if !r.removed.Load() {
+			r.handler.OnDelete(v)
+		}
 	}
 }
 
@@ -173,21 +182,34 @@ func (d *dispatcher) add(ns string, r *registration) error {
 	return nil
 }
 
-// remove unregisters r. Once it returns, r's handler is not called again.
-func (d *dispatcher) remove(ns string, r *registration) bool {
+// remove unregisters r. Once it returns, r's handler is not called again,
+// even if remove is called from within one of the namespace's callbacks.
+func (d *dispatcher) remove(ns string, r *registration) {
+	if r.removed.Swap(true) {
+		return
+	}
 	h := d.handlersFor(ns)
 	if h == nil {
-		return false
+		return
 	}
-	h.mu.Lock()
+	if !h.mu.TryLock() {
+		// A delivery is under way, possibly on this very goroutine: it skips
+		// r from now on; drop r from the list once it is over.
+		go d.removeLocked(ns, h, r, true)
+		return
+	}
+	d.removeLocked(ns, h, r, false)
+}
+
+func (d *dispatcher) removeLocked(ns string, h *nsHandlers, r *registration, lock bool) {
+	if lock {
+		h.mu.Lock()
+	}
 	defer h.mu.Unlock()
-	i := slices.Index(h.handlers, r)
-	if i < 0 {
-		return false
+	if i := slices.Index(h.handlers, r); i >= 0 {
+		h.handlers = slices.Delete(slices.Clone(h.handlers), i, i+1)
+		d.dropIfEmptyLocked(ns, h)
 	}
-	h.handlers = slices.Delete(slices.Clone(h.handlers), i, i+1)
-	d.dropIfEmptyLocked(ns, h)
-	return true
 }
 
 // dropIfEmptyLocked forgets h once it has no handlers; h.mu is held.
@@ -243,6 +265,7 @@ func virtualize(obj any) any {
 type registration struct {
 	view    *viewInformer
 	handler toolscache.ResourceEventHandler
+	removed atomic.Bool
 }
 
 var _ toolscache.ResourceEventHandlerRegistration = &registration{}
@@ -286,6 +309,9 @@ func (v *viewInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEven
 func (v *viewInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	if opts.ResyncPeriod != nil && *opts.ResyncPeriod != 0 {
 		return nil, fmt.Errorf("cluster %q: %s: resync periods are not supported by namespace virtual clusters", v.vc.name, v.d.key.gvk)
+	}
+	if h == nil {
+		return nil, fmt.Errorf("cluster %q: %s: nil event handler", v.vc.name, v.d.key.gvk)
 	}
 	if v.vc.ctx.Err() != nil {
 		return nil, fmt.Errorf("cluster %q: %w", v.vc.name, errStopped)

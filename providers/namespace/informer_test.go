@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -127,6 +128,39 @@ func TestInformerViewDeliversOnlyItsNamespace(t *testing.T) {
 		t.Errorf("removed handler got %d more events: %v", after-before, seen["view-a"].events[before:])
 	}
 	seen["view-a"].mu.Unlock()
+
+	// A handler may remove itself from within a callback.
+	var selfCalls atomic.Int32
+	var selfReg toolscache.ResourceEventHandlerRegistration
+	var regMu sync.Mutex
+	regMu.Lock() // held until selfReg is set; initial-list calls do not take it
+	selfReg, err := infs["view-b"].AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			if obj.(*corev1.ConfigMap).Name == "initial" || obj.(*corev1.ConfigMap).Name == "after-view-b" {
+				return // the initial list
+			}
+			selfCalls.Add(1)
+			regMu.Lock()
+			defer regMu.Unlock()
+			if err := infs["view-b"].RemoveEventHandler(selfReg); err != nil {
+				t.Error(err)
+			}
+		},
+	})
+	regMu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"self-1", "self-2"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "view-b", Name: name}, Data: map[string]string{"ns": "view-b"}}
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 10*time.Second, func() error { return seen["view-b"].has("add self-2") })
+	if n := selfCalls.Load(); n != 1 {
+		t.Errorf("self-removing handler called %d times, want 1", n)
+	}
 
 	for ns, s := range seen {
 		if len(s.bad) > 0 {

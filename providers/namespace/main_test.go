@@ -125,11 +125,6 @@ func (r *reqRecorder) has(req mcreconcile.Request) bool {
 	return ok
 }
 
-func (r *reqRecorder) count() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.seen)
-}
 
 func request(clusterName, name string) mcreconcile.Request {
 	req := mcreconcile.Request{ClusterName: clusterName}
