@@ -125,7 +125,6 @@ func (r *reqRecorder) has(req mcreconcile.Request) bool {
 	return ok
 }
 
-
 func request(clusterName, name string) mcreconcile.Request {
 	req := mcreconcile.Request{ClusterName: clusterName}
 	req.Namespace, req.Name = VirtualNamespace, name
