@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -139,8 +140,9 @@ func (m *members) run(name multicluster.ClusterName, in *instance, cfg *rest.Con
 			return // abandoned: removed, superseded or the provider stopped
 		}
 		if err == nil {
-			m.engaged(name, in)
-			log.Info("Engaged cluster")
+			if m.engaged(name, in) {
+				log.Info("Engaged cluster")
+			}
 			return
 		}
 		log.Error(err, "Failed to engage cluster, retrying", "retryIn", backoff.String())
@@ -156,6 +158,9 @@ func (m *members) run(name multicluster.ClusterName, in *instance, cfg *rest.Con
 }
 
 func (m *members) attempt(name multicluster.ClusterName, in *instance, cfg *rest.Config) error {
+	if err := probe(in.ctx, cfg); err != nil {
+		return fmt.Errorf("cluster %q: %w", name, err)
+	}
 	cl, err := cluster.New(rest.CopyConfig(cfg), m.opts...)
 	if err != nil {
 		return fmt.Errorf("cluster %q: creating cluster: %w", name, err)
@@ -163,14 +168,15 @@ func (m *members) attempt(name multicluster.ClusterName, in *instance, cfg *rest
 	return m.clusters.AddOrReplace(in.ctx, name, cl, m.aware)
 }
 
-// engaged makes in the only live instance of name, stopping the ones it replaces.
-func (m *members) engaged(name multicluster.ClusterName, in *instance) {
+// engaged makes in the only live instance of name, stopping the ones it
+// replaces. It reports false if in was removed or superseded meanwhile.
+func (m *members) engaged(name multicluster.ClusterName, in *instance) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mb, ok := m.byName[name]
 	if !ok || mb.current != in {
 		in.cancel() // removed or superseded while engaging
-		return
+		return false
 	}
 	in.engaged = true
 	for _, other := range mb.live {
@@ -179,4 +185,26 @@ func (m *members) engaged(name multicluster.ClusterName, in *instance) {
 		}
 	}
 	mb.live = []*instance{in}
+	return true
+}
+
+// probeTimeout bounds the reachability check made before a cluster is built.
+const probeTimeout = 10 * time.Second
+
+// probe checks that the server answers and accepts the credentials: without
+// it, a cluster whose server is down would engage (its cache has nothing to
+// sync yet) and only fail later, in every controller.
+func probe(ctx context.Context, cfg *rest.Config) error {
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	c := rest.CopyConfig(cfg)
+	c.Timeout = probeTimeout
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
+	}
+	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+		return fmt.Errorf("server %s did not answer: %w", c.Host, err)
+	}
+	return nil
 }

@@ -1,0 +1,38 @@
+// Package kubeconfig provides a multicluster.Provider that discovers clusters
+// from kubeconfig-bearing Secrets in a namespace of the host cluster.
+//
+// Every Secret in Options.Namespace labelled
+// "multicluster-runtime.io/kubeconfig=true" (the label key is
+// Options.KubeconfigSecretLabel) whose data holds a kubeconfig under the key
+// "kubeconfig" (Options.KubeconfigSecretKey) becomes a cluster named after the
+// Secret. The kubeconfig's current context is used.
+//
+// The provider runs as a controller on the host cluster's manager, registered
+// by SetupWithManager; the Multi-Cluster Manager runs the provider itself:
+//
+//	provider := kubeconfig.New(kubeconfig.Options{Namespace: "fleet-system"})
+//	mgr, err := mcmanager.New(hostConfig, provider, mcmanager.Options{})
+//	...
+//	err = provider.SetupWithManager(ctx, mgr)
+//
+// Behaviour:
+//
+//   - a new or changed kubeconfig (compared by a hash of its content) creates
+//     the cluster, or re-creates and re-engages it; a change to the Secret's
+//     metadata alone (annotations, other labels) does nothing;
+//   - deleting the Secret or removing the label disengages the cluster;
+//   - a missing key, a malformed kubeconfig or an unreachable server is
+//     logged and recorded as a Warning Event on the Secret, then retried with
+//     exponential backoff; a cluster already running keeps its last good
+//     configuration meanwhile, and other Secrets are never held up: each
+//     cluster is engaged in its own goroutine;
+//   - credentials never appear in logs, events or errors.
+//
+// Before engaging a cluster the provider checks, with a bounded request, that
+// its server answers and accepts the credentials.
+//
+// To register a member cluster, run the kubeconfig-secret command
+// (cmd/kubeconfig-secret) or call Register: it creates a ServiceAccount in
+// the member with the RBAC rules you give it, requests a token for it and
+// writes the kubeconfig Secret on the host.
+package kubeconfig

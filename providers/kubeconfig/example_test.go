@@ -1,0 +1,48 @@
+package kubeconfig_test
+
+import (
+	"context"
+	"fmt"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
+)
+
+// New watches labelled kubeconfig Secrets in one namespace of the host; the
+// Multi-Cluster Manager runs the provider and SetupWithManager adds the
+// controller that reads the Secrets.
+func ExampleNew() {
+	provider := kubeconfig.New(kubeconfig.Options{Namespace: "fleet-system"})
+	names := provider.ClusterNames() // nothing engaged before the manager starts
+	fmt.Println(len(names), kubeconfig.DefaultKubeconfigSecretLabel+"=true", kubeconfig.DefaultKubeconfigSecretKey)
+
+	setup := func(ctx context.Context, hostConfig *rest.Config) (mcmanager.Manager, error) {
+		mgr, err := mcmanager.New(hostConfig, provider, mcmanager.Options{})
+		if err != nil {
+			return nil, err
+		}
+		return mgr, provider.SetupWithManager(ctx, mgr)
+	}
+	_ = setup
+	// Output: 0 multicluster-runtime.io/kubeconfig=true kubeconfig
+}
+
+// Register adds a member to the fleet: a ServiceAccount with read access to
+// ConfigMaps in the member, and its kubeconfig Secret on the host.
+func ExampleRegister() {
+	register := func(ctx context.Context, memberConfig *rest.Config, host client.Client) error {
+		_, err := kubeconfig.Register(ctx, memberConfig, host, kubeconfig.RegisterOptions{
+			ClusterName: "eu-west-1",
+			Namespace:   "fleet-system",
+			Rules: []rbacv1.PolicyRule{{
+				APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"},
+			}},
+		})
+		return err
+	}
+	_ = register
+}

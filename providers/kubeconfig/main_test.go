@@ -1,0 +1,277 @@
+package kubeconfig_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
+	"go.uber.org/goleak"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
+)
+
+// fleet is shared by every test. Member 0 is also the host that holds the
+// Secrets; each test works in its own namespace of it.
+var fleet *testfleet.Fleet
+
+func TestMain(m *testing.M) {
+	f, err := testfleet.Start(3, testfleet.Options{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	fleet = f
+	code := func() int {
+		for i := range f.Len() {
+			c, err := client.New(f.Config(i), client.Options{})
+			if err == nil {
+				err = c.Create(context.Background(), &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "identity"},
+					Data:       map[string]string{"member": strconv.Itoa(i)},
+				})
+			}
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "marking member %d: %v\n", i, err)
+				return 1
+			}
+		}
+		return m.Run()
+	}()
+	if err := f.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// tracker is an Aware runnable that records what the manager engages.
+type tracker struct {
+	mu      sync.Mutex
+	engaged map[multicluster.ClusterName]cluster.Cluster
+	ctxs    map[cluster.Cluster]context.Context
+}
+
+func newTracker() *tracker {
+	return &tracker{engaged: map[multicluster.ClusterName]cluster.Cluster{}, ctxs: map[cluster.Cluster]context.Context{}}
+}
+
+func (t *tracker) Start(ctx context.Context) error { <-ctx.Done(); return nil }
+
+func (t *tracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.engaged[name] = cl
+	t.ctxs[cl] = ctx
+	context.AfterFunc(ctx, func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if t.engaged[name] == cl {
+			delete(t.engaged, name)
+		}
+	})
+	return nil
+}
+
+func (t *tracker) snapshot() map[multicluster.ClusterName]cluster.Cluster {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make(map[multicluster.ClusterName]cluster.Cluster, len(t.engaged))
+	for k, v := range t.engaged {
+		out[k] = v
+	}
+	return out
+}
+
+func (t *tracker) waitDisengaged(tb *testing.T, cl cluster.Cluster) {
+	tb.Helper()
+	t.mu.Lock()
+	ctx := t.ctxs[cl]
+	t.mu.Unlock()
+	if ctx == nil {
+		tb.Fatal("cluster was never engaged")
+	}
+	eventually(tb, "the old instance to be disengaged", func() error {
+		if ctx.Err() == nil {
+			return fmt.Errorf("still engaged")
+		}
+		return nil
+	})
+}
+
+func eventually(t *testing.T, what string, cond func() error) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = cond(); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("timed out waiting for %s: %v", what, err)
+}
+
+func member(ctx context.Context, cl cluster.Cluster) (int, error) {
+	cm := &corev1.ConfigMap{}
+	if err := cl.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: "default", Name: "identity"}, cm); err != nil {
+		return -1, err
+	}
+	return strconv.Atoi(cm.Data["member"])
+}
+
+// expectFleet waits until exactly the clusters in want are engaged, each
+// reaching the given member.
+func expectFleet(t *testing.T, tr *tracker, want map[multicluster.ClusterName]int) map[multicluster.ClusterName]cluster.Cluster {
+	t.Helper()
+	var got map[multicluster.ClusterName]cluster.Cluster
+	eventually(t, fmt.Sprintf("engaged clusters %v", want), func() error {
+		got = tr.snapshot()
+		if len(got) != len(want) {
+			return fmt.Errorf("engaged %d clusters: %v", len(got), got)
+		}
+		for name, m := range want {
+			cl, ok := got[name]
+			if !ok {
+				return fmt.Errorf("%q not engaged", name)
+			}
+			if n, err := member(context.Background(), cl); err != nil || n != m {
+				return fmt.Errorf("%q reaches member %d (err %v), want %d", name, n, err, m)
+			}
+		}
+		return nil
+	})
+	return got
+}
+
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) logger() logr.Logger {
+	return funcr.New(func(prefix, args string) {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		fmt.Fprintln(&b.buf, prefix, args)
+	}, funcr.Options{Verbosity: 10})
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// env is one test's host namespace, manager and provider.
+type env struct {
+	ns      string
+	host    client.Client
+	tracker *tracker
+	logs    *logBuffer
+}
+
+// start creates a namespace on the host, and runs a manager with a
+// kubeconfig provider for it until the test ends.
+func start(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	host, err := client.New(fleet.Config(0), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubeconfig-"}}
+	if err := host.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{ns: ns.Name, host: host, tracker: newTracker(), logs: &logBuffer{}}
+
+	p := kubeconfig.New(kubeconfig.Options{Namespace: e.ns})
+	mgr, err := mcmanager.New(fleet.Config(0), p, mcmanager.Options{
+		Logger:     e.logs.logger(),
+		Metrics:    server.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.SetupWithManager(ctx, mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(e.tracker); err != nil {
+		t.Fatal(err)
+	}
+	mctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(mctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("manager returned %v", err)
+			}
+		case <-time.After(60 * time.Second):
+			t.Error("manager did not stop")
+		}
+		if got := e.tracker.snapshot(); len(got) > 0 {
+			t.Errorf("clusters still engaged after the manager stopped: %v", got)
+		}
+		_ = host.Delete(context.Background(), ns)
+	})
+	return e
+}
+
+// secret returns a labelled kubeconfig Secret for member m.
+func (e *env) secret(t *testing.T, name string, m int) *corev1.Secret {
+	t.Helper()
+	kc, err := fleet.Kubeconfig(m, "member-"+strconv.Itoa(m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: e.ns, Name: name,
+			Labels: map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"},
+		},
+		Data: map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: kc},
+	}
+}
+
+func clientKey(ns, name string) client.ObjectKey { return client.ObjectKey{Namespace: ns, Name: name} }
+
+// tokenOf returns the token of a kubeconfig's current user.
+func tokenOf(t *testing.T, kubeconfig []byte) string {
+	t.Helper()
+	cfg, err := clientcmd.RESTConfigFromKubeConfig(kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.BearerToken
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
