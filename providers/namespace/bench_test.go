@@ -71,8 +71,8 @@ func benchmarkNamespaces(b *testing.B, n int) {
 	}
 	direct := directClient(b)
 
-	var allSecs, p50s, p90s, gPerCluster, heapPerCluster, cmWatches, nsWatches float64
-	for range b.N {
+	var allSecs, p50s, p90s, gPerCluster, gPerClusterAll, gLeft, heapPerCluster, cmWatches, nsWatches float64
+	for iter := range b.N {
 		counter := &watchCounter{watches: map[string]int{}}
 		cfg := fleet.Config(0)
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
@@ -114,12 +114,16 @@ func benchmarkNamespaces(b *testing.B, n int) {
 		runtime.GC()
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
-		gPerCluster += float64(runtime.NumGoroutine()-goroutinesBefore) / float64(engaged)
+		gPerClusterAll += float64(runtime.NumGoroutine()-goroutinesBefore) / float64(engaged)
 		heapPerCluster += float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(engaged)
 
 		p50, p90 := measureLatency(b, direct, rec, prefix, n)
 		p50s += p50
 		p90s += p90
+
+		marginal, left := engageDisengageCycle(b, direct, p, fmt.Sprintf("%s-cycle%d", prefix, iter))
+		gPerCluster += marginal
+		gLeft += left
 
 		w := counter.snapshot()
 		cmWatches += float64(w["/api/v1/configmaps"])
@@ -135,6 +139,8 @@ func benchmarkNamespaces(b *testing.B, n int) {
 	b.ReportMetric(p50s/N, "ms-p50-create-to-reconcile")
 	b.ReportMetric(p90s/N, "ms-p90-create-to-reconcile")
 	b.ReportMetric(gPerCluster/N, "goroutines/cluster")
+	b.ReportMetric(gPerClusterAll/N, "goroutines/cluster-incl-manager")
+	b.ReportMetric(gLeft/N, "goroutines-left-after-disengage")
 	b.ReportMetric(heapPerCluster/N, "heap-B/cluster")
 	b.ReportMetric(cmWatches/N, "configmap-watches")
 	b.ReportMetric(nsWatches/N, "namespace-watches")
@@ -181,4 +187,35 @@ func measureLatency(b *testing.B, c client.Client, rec *benchReconciler, prefix 
 	}
 	slices.Sort(lat)
 	return lat[len(lat)/2], lat[len(lat)*9/10]
+}
+
+// engageDisengageCycle engages 50 more namespaces and returns the goroutines
+// they added per virtual cluster; then deletes them and returns how many
+// goroutines above the earlier count remain once they are disengaged.
+func engageDisengageCycle(b *testing.B, c client.Client, p *Provider, prefix string) (float64, float64) {
+	const extra = 50
+	ctx := context.Background()
+	engaged := len(p.ClusterNames())
+	before := stableGoroutines()
+	nss := names(prefix, extra)
+	createNamespaces(b, c, nss)
+	waitFor(b, func() bool { return len(p.ClusterNames()) == engaged+extra })
+	marginal := float64(stableGoroutines()-before) / extra
+	for _, ns := range nss {
+		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitFor(b, func() bool { return len(p.ClusterNames()) == engaged })
+	return marginal, float64(stableGoroutines() - before)
+}
+
+func waitFor(b *testing.B, cond func() bool) {
+	deadline := time.Now().Add(time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatal("condition not met within a minute")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }

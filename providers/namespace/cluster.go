@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -42,8 +43,9 @@ type virtualCluster struct {
 	cache     *virtualCache
 	started   atomic.Bool
 
-	mu    sync.Mutex
-	views map[informerKey]*viewInformer
+	mu     sync.Mutex
+	views  map[informerKey]*viewInformer
+	shared map[cache.Informer]*clusterScopedInformer
 }
 
 var _ cluster.Cluster = &virtualCluster{}
@@ -79,10 +81,33 @@ func (vc *virtualCluster) stop() {
 	vc.mu.Lock()
 	views := vc.views
 	vc.views = map[informerKey]*viewInformer{}
+	shared := vc.shared
+	vc.shared = nil
 	vc.mu.Unlock()
 	for _, v := range views {
 		v.removeAll()
 	}
+	for _, s := range shared {
+		s.removeAll()
+	}
+}
+
+// sharedView returns the cluster's wrapper of a shared informer of a
+// cluster-scoped type.
+func (vc *virtualCluster) sharedView(inf cache.Informer) *clusterScopedInformer {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if s, ok := vc.shared[inf]; ok {
+		return s
+	}
+	s := &clusterScopedInformer{Informer: inf, vc: vc, regs: map[toolscache.ResourceEventHandlerRegistration]struct{}{}}
+	if vc.ctx.Err() == nil {
+		if vc.shared == nil {
+			vc.shared = map[cache.Informer]*clusterScopedInformer{}
+		}
+		vc.shared[inf] = s
+	}
+	return s
 }
 
 // view returns the cluster's informer view for key.
@@ -230,15 +255,20 @@ var _ cache.Cache = &virtualCache{}
 // GetInformer returns the cluster's informer for obj's type. For a
 // namespaced type it is a view of the shared informer that delivers only the
 // namespace's objects, in namespace "default". For a cluster-scoped type it
-// is the shared informer itself: cluster-scoped objects are shared by all
-// virtual clusters.
+// delivers the shared informer's events unchanged: cluster-scoped objects are
+// shared by all virtual clusters. Either way, handlers registered through it
+// are removed when the virtual cluster stops.
 func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	namespaced, err := c.namespaced(obj)
 	if err != nil {
 		return nil, err
 	}
 	if !namespaced {
-		return c.r.(cache.Cache).GetInformer(ctx, obj, opts...)
+		inf, err := c.r.(cache.Cache).GetInformer(ctx, obj, opts...)
+		if err != nil {
+			return nil, fmt.Errorf("cluster %q: %w", c.cluster, err)
+		}
+		return c.vc.sharedView(inf), nil
 	}
 	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
 	if err != nil {

@@ -290,7 +290,10 @@ type viewInformer struct {
 	regs map[*registration]struct{}
 }
 
-var _ cache.Informer = &viewInformer{}
+var (
+	_ cache.Informer = &viewInformer{}
+	_ cache.Informer = &clusterScopedInformer{}
+)
 
 // AddEventHandler registers h for the namespace's objects.
 func (v *viewInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
@@ -418,3 +421,73 @@ func (ds *dispatchers) stop() {
 		delete(ds.m, k)
 	}
 }
+
+// clusterScopedInformer is a virtual cluster's handle on the shared informer
+// of a cluster-scoped type: events are delivered unchanged, and the
+// handlers registered through it are removed when the virtual cluster stops.
+type clusterScopedInformer struct {
+	cache.Informer
+	vc *virtualCluster
+
+	mu   sync.Mutex
+	regs map[toolscache.ResourceEventHandlerRegistration]struct{}
+}
+
+// AddEventHandler registers h on the shared informer until the virtual
+// cluster stops.
+func (s *clusterScopedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	return s.track(s.Informer.AddEventHandler(h))
+}
+
+// AddEventHandlerWithResyncPeriod registers h on the shared informer until
+// the virtual cluster stops.
+func (s *clusterScopedInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
+	return s.track(s.Informer.AddEventHandlerWithResyncPeriod(h, resync))
+}
+
+// AddEventHandlerWithOptions registers h on the shared informer until the
+// virtual cluster stops.
+func (s *clusterScopedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	return s.track(s.Informer.AddEventHandlerWithOptions(h, opts))
+}
+
+func (s *clusterScopedInformer) track(reg toolscache.ResourceEventHandlerRegistration, err error) (toolscache.ResourceEventHandlerRegistration, error) {
+	if err != nil {
+		return nil, fmt.Errorf("cluster %q: %w", s.vc.name, err)
+	}
+	s.mu.Lock()
+	s.regs[reg] = struct{}{}
+	s.mu.Unlock()
+	if s.vc.ctx.Err() != nil {
+		s.removeAll()
+		return nil, fmt.Errorf("cluster %q: %w", s.vc.name, errStopped)
+	}
+	return reg, nil
+}
+
+// RemoveEventHandler unregisters a handler from the shared informer.
+func (s *clusterScopedInformer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {
+	s.mu.Lock()
+	delete(s.regs, reg)
+	s.mu.Unlock()
+	return s.Informer.RemoveEventHandler(reg)
+}
+
+func (s *clusterScopedInformer) removeAll() {
+	s.mu.Lock()
+	regs := s.regs
+	s.regs = map[toolscache.ResourceEventHandlerRegistration]struct{}{}
+	s.mu.Unlock()
+	for reg := range regs {
+		_ = s.Informer.RemoveEventHandler(reg)
+	}
+}
+
+// AddIndexers is not supported: the shared informer serves every virtual
+// cluster. Use the cluster's GetFieldIndexer instead.
+func (s *clusterScopedInformer) AddIndexers(toolscache.Indexers) error {
+	return fmt.Errorf("cluster %q: AddIndexers is not supported on a shared cluster-scoped informer of a namespace virtual cluster; use GetFieldIndexer().IndexField", s.vc.name)
+}
+
+// IsStopped reports whether the shared informer or the virtual cluster stopped.
+func (s *clusterScopedInformer) IsStopped() bool { return s.vc.ctx.Err() != nil || s.Informer.IsStopped() }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -240,4 +241,11 @@ func (p *Provider) informers() map[schema.GroupVersionKind]int {
 		out[k.gvk] = d.namespaces()
 	}
 	return out
+}
+
+// dispatcherSnapshot returns the current dispatchers; for tests.
+func (p *Provider) dispatcherSnapshot() map[informerKey]*dispatcher {
+	p.dispatchers.mu.Lock()
+	defer p.dispatchers.mu.Unlock()
+	return maps.Clone(p.dispatchers.m)
 }

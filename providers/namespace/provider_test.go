@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -54,6 +56,20 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 	if _, err := env.mgr.GetCluster(ctx, "uniform-late"); err != nil {
 		t.Fatalf("late cluster not engaged with the manager: %v", err)
 	}
+	// A handler on a cluster-scoped (shared) informer, registered through the
+	// virtual cluster, must go when the cluster goes.
+	late, err := env.p.Get(ctx, "uniform-late")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsInformer, err := late.GetCache().GetInformer(ctx, &corev1.Namespace{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nsInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}); err != nil {
+		t.Fatal(err)
+	}
+	scoped := nsInformer.(*clusterScopedInformer)
 
 	// Deleting it disengages it (envtest has no namespace controller: the
 	// Namespace stays terminating, which is enough).
@@ -71,12 +87,18 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 	})
 	// Its handlers are gone from the shared informer.
 	eventually(t, 10*time.Second, func() error {
-		env.p.dispatchers.mu.Lock()
-		defer env.p.dispatchers.mu.Unlock()
-		for k, d := range env.p.dispatchers.m {
+		for k, d := range env.p.dispatcherSnapshot() {
 			if d.handlersFor("uniform-late") != nil {
 				return fmt.Errorf("%s still dispatches to the disengaged namespace", k.gvk)
 			}
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, func() error {
+		scoped.mu.Lock()
+		defer scoped.mu.Unlock()
+		if len(scoped.regs) != 0 {
+			return fmt.Errorf("%d handlers left on the shared Namespace informer", len(scoped.regs))
 		}
 		return nil
 	})
@@ -251,4 +273,76 @@ func TestOneInformerPerTypeFor50Namespaces(t *testing.T) {
 	}
 	t.Logf("watches: %v; dispatchers: %v", watches, infs)
 	_ = rest.CopyConfig
+}
+
+func TestDisengageLeavesNothingBehind(t *testing.T) {
+	c := directClient(t)
+	ctx := context.Background()
+	env := startManager(t, nil, nil)
+	// Warm up: engage the existing namespaces and open the direct client's
+	// connection before taking the baseline.
+	if err := c.List(ctx, &corev1.NamespaceList{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, func() error {
+		if _, err := env.p.Get(ctx, "default"); err != nil {
+			return err
+		}
+		return nil
+	})
+	baseline := stableGoroutines()
+	engagedBefore := len(env.p.ClusterNames())
+
+	cycle := names("cycle", 20)
+	createNamespaces(t, c, cycle, "cm")
+	for _, ns := range cycle {
+		eventually(t, 30*time.Second, func() error {
+			if !env.rec.has(request(ns, "cm")) {
+				return fmt.Errorf("cluster %q not reconciled", ns)
+			}
+			return nil
+		})
+	}
+	// One goroutine per virtual cluster (its Start, run by pkg/clusters).
+	if grown := stableGoroutines() - baseline; grown < len(cycle) || grown > len(cycle)+2 {
+		t.Errorf("%d engaged clusters added %d goroutines, want %d (one each)", len(cycle), grown, len(cycle))
+	} else {
+		t.Logf("%d engaged clusters added %d goroutines", len(cycle), grown)
+	}
+	for _, ns := range cycle {
+		if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	eventually(t, 30*time.Second, func() error {
+		if n := len(env.p.ClusterNames()); n != engagedBefore {
+			return fmt.Errorf("%d clusters engaged, want %d", n, engagedBefore)
+		}
+		return nil
+	})
+	eventually(t, 10*time.Second, func() error {
+		if g := runtime.NumGoroutine(); g > baseline {
+			return fmt.Errorf("%d goroutines after disengaging, baseline %d", g, baseline)
+		}
+		for _, ns := range cycle {
+			for k, d := range env.p.dispatcherSnapshot() {
+				if d.handlersFor(ns) != nil {
+					return fmt.Errorf("%s still dispatches to %q", k.gvk, ns)
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// stableGoroutines returns the goroutine count once it stops changing.
+func stableGoroutines() int {
+	last, since := runtime.NumGoroutine(), time.Now()
+	for time.Since(since) < 300*time.Millisecond {
+		time.Sleep(20 * time.Millisecond)
+		if g := runtime.NumGoroutine(); g != last {
+			last, since = g, time.Now()
+		}
+	}
+	return last
 }
