@@ -1,0 +1,301 @@
+package namespace
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// objectForm tells apart the informers controller-runtime keeps for one
+// GroupVersionKind: typed objects, unstructured objects and metadata only.
+type objectForm int
+
+const (
+	formTyped objectForm = iota
+	formUnstructured
+	formMetadata
+)
+
+// informerKey identifies one informer of the shared cache.
+type informerKey struct {
+	gvk  schema.GroupVersionKind
+	form objectForm
+}
+
+func formOf(obj client.Object) objectForm {
+	switch obj.(type) {
+	case *metav1.PartialObjectMetadata:
+		return formMetadata
+	case interface{ UnstructuredContent() map[string]any }:
+		return formUnstructured
+	}
+	return formTyped
+}
+
+// dispatcher is the single event handler registered on one informer of the
+// shared cache. It routes every event by the object's namespace, a map
+// lookup, to the handlers that virtual cluster registered; no other virtual
+// cluster sees the event.
+type dispatcher struct {
+	key      informerKey
+	informer cache.Informer
+	list     func(namespace string) ([]any, error) // the informer's objects in a namespace
+	reg      toolscache.ResourceEventHandlerRegistration
+
+	mu   sync.RWMutex
+	byNS map[string]*nsHandlers
+}
+
+// nsHandlers are the handlers of one namespace's virtual cluster. mu
+// serialises their calls, as client-go does for one registration. A handler
+// may remove registrations from within a callback; it must not add one for
+// the same namespace from within a callback.
+type nsHandlers struct {
+	mu       sync.Mutex
+	handlers []*registration
+	dropped  bool // removed from the dispatcher's map; a new one takes over
+}
+
+// newDispatcher registers a dispatcher on informer.
+func newDispatcher(key informerKey, informer cache.Informer) (*dispatcher, error) {
+	d := &dispatcher{key: key, informer: informer, byNS: map[string]*nsHandlers{}}
+	switch i := informer.(type) {
+	case interface{ GetIndexer() toolscache.Indexer }:
+		indexer := i.GetIndexer()
+		d.list = func(ns string) ([]any, error) { return indexer.ByIndex(toolscache.NamespaceIndex, ns) }
+	default:
+		return nil, fmt.Errorf("informer for %s is a %T, which does not expose its indexer", key.gvk, informer)
+	}
+	reg, err := informer.AddEventHandlerWithOptions(d, toolscache.HandlerOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("registering the namespace dispatcher for %s: %w", key.gvk, err)
+	}
+	d.reg = reg
+	return d, nil
+}
+
+func (d *dispatcher) handlersFor(ns string) *nsHandlers {
+	d.mu.RLock()
+	h := d.byNS[ns]
+	d.mu.RUnlock()
+	return h
+}
+
+// OnAdd implements toolscache.ResourceEventHandler.
+func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
+	h := d.handlersFor(namespaceOf(obj))
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.handlers) == 0 {
+		return
+	}
+	v := virtualize(obj)
+	for _, r := range h.handlers {
+		if !r.removed.Load() {
+			r.handler.OnAdd(v, isInInitialList)
+		}
+	}
+}
+
+// OnUpdate implements toolscache.ResourceEventHandler.
+func (d *dispatcher) OnUpdate(oldObj, newObj any) {
+	h := d.handlersFor(namespaceOf(newObj))
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.handlers) == 0 {
+		return
+	}
+	o, n := virtualize(oldObj), virtualize(newObj)
+	for _, r := range h.handlers {
+		if !r.removed.Load() {
+			r.handler.OnUpdate(o, n)
+		}
+	}
+}
+
+// OnDelete implements toolscache.ResourceEventHandler.
+func (d *dispatcher) OnDelete(obj any) {
+	h := d.handlersFor(namespaceOf(obj))
+	if h == nil {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.handlers) == 0 {
+		return
+	}
+	v := virtualize(obj)
+	for _, r := range h.handlers {
+		if !r.removed.Load() {
+			r.handler.OnDelete(v)
+		}
+	}
+}
+
+// add registers r for namespace ns and replays the namespace's current
+// objects to it as the initial list, before any later event of the namespace
+// reaches it.
+func (d *dispatcher) add(ns string, r *registration) error {
+	// Lock order: d.mu is never held while waiting for h.mu.
+	var h *nsHandlers
+	for {
+		d.mu.Lock()
+		h = d.byNS[ns]
+		if h == nil {
+			h = &nsHandlers{}
+			d.byNS[ns] = h
+		}
+		d.mu.Unlock()
+		h.mu.Lock()
+		if !h.dropped {
+			break
+		}
+		h.mu.Unlock() // its last handler left meanwhile: take the next one
+	}
+	defer h.mu.Unlock()
+
+	objs, err := d.list(ns)
+	if err != nil {
+		d.dropIfEmptyLocked(ns, h)
+		return fmt.Errorf("listing %s in namespace %q: %w", d.key.gvk, ns, err)
+	}
+	for _, obj := range objs {
+		r.handler.OnAdd(virtualize(obj), true)
+	}
+	h.handlers = append(slices.Clip(h.handlers), r)
+	return nil
+}
+
+// remove unregisters r. Once it returns, r's handler is not called again,
+// even if remove is called from within one of the namespace's callbacks.
+func (d *dispatcher) remove(ns string, r *registration) {
+	if r.removed.Swap(true) {
+		return
+	}
+	h := d.handlersFor(ns)
+	if h == nil {
+		return
+	}
+	if !h.mu.TryLock() {
+		// A delivery is under way, possibly on this very goroutine: it skips
+		// r from now on; drop r from the list once it is over.
+		go d.removeLocked(ns, h, r, true)
+		return
+	}
+	d.removeLocked(ns, h, r, false)
+}
+
+func (d *dispatcher) removeLocked(ns string, h *nsHandlers, r *registration, lock bool) {
+	if lock {
+		h.mu.Lock()
+	}
+	defer h.mu.Unlock()
+	if i := slices.Index(h.handlers, r); i >= 0 {
+		h.handlers = slices.Delete(slices.Clone(h.handlers), i, i+1)
+		d.dropIfEmptyLocked(ns, h)
+	}
+}
+
+// dropIfEmptyLocked forgets h once it has no handlers; h.mu is held.
+func (d *dispatcher) dropIfEmptyLocked(ns string, h *nsHandlers) {
+	if len(h.handlers) > 0 {
+		return
+	}
+	h.dropped = true
+	d.mu.Lock()
+	if d.byNS[ns] == h {
+		delete(d.byNS, ns)
+	}
+	d.mu.Unlock()
+}
+
+// namespaces returns how many namespaces have handlers; for tests.
+func (d *dispatcher) namespaces() int {
+	d.mu.RLock()
+	defer d.mu.RUnlock()
+	return len(d.byNS)
+}
+
+func namespaceOf(obj any) string {
+	switch o := obj.(type) {
+	case metav1.Object:
+		return o.GetNamespace()
+	case toolscache.DeletedFinalStateUnknown:
+		if m, ok := o.Obj.(metav1.Object); ok {
+			return m.GetNamespace()
+		}
+		ns, _, _ := toolscache.SplitMetaNamespaceKey(o.Key)
+		return ns
+	}
+	return ""
+}
+
+// virtualize returns a copy of an informer object as the virtual cluster sees
+// it: in namespace "default". The shared informer's object is never modified.
+func virtualize(obj any) any {
+	switch o := obj.(type) {
+	case client.Object:
+		c := o.DeepCopyObject().(client.Object)
+		c.SetNamespace(VirtualNamespace)
+		return c
+	case toolscache.DeletedFinalStateUnknown:
+		_, name, _ := toolscache.SplitMetaNamespaceKey(o.Key)
+		return toolscache.DeletedFinalStateUnknown{Key: VirtualNamespace + "/" + name, Obj: virtualize(o.Obj)}
+	}
+	return obj
+}
+
+// dispatchers are the provider's dispatchers, one per informer of the shared
+// cache, created when a virtual cluster first asks for an informer.
+type dispatchers struct {
+	cache cache.Cache
+
+	mu sync.Mutex
+	m  map[informerKey]*dispatcher
+}
+
+// get returns the dispatcher for obj's informer, creating the informer and
+// the dispatcher on first use.
+func (ds *dispatchers) get(ctx context.Context, key informerKey, obj client.Object) (*dispatcher, error) {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	if d, ok := ds.m[key]; ok {
+		return d, nil
+	}
+	informer, err := ds.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return nil, err
+	}
+	d, err := newDispatcher(key, informer)
+	if err != nil {
+		return nil, err
+	}
+	if ds.m == nil {
+		ds.m = map[informerKey]*dispatcher{}
+	}
+	ds.m[key] = d
+	return d, nil
+}
+
+// stop unregisters every dispatcher from the shared cache.
+func (ds *dispatchers) stop() {
+	ds.mu.Lock()
+	defer ds.mu.Unlock()
+	for k, d := range ds.m {
+		_ = d.informer.RemoveEventHandler(d.reg)
+		delete(ds.m, k)
+	}
+}
