@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -239,6 +240,20 @@ func (e *verbsEnv) testSubResources(t *testing.T) {
 	}
 	if real.Status.ObservedGeneration != 8 {
 		t.Errorf("backing deployment status: observedGeneration %d, want 8", real.Status.ObservedGeneration)
+	}
+
+	status := appsv1ac.Deployment("d", VirtualNamespace).WithStatus(appsv1ac.DeploymentStatus().WithObservedGeneration(9))
+	if err := e.c.Status().Apply(e.ctx, status, client.FieldOwner("verbs-test"), client.ForceOwnership); err != nil {
+		t.Fatalf("status apply: %v", err)
+	}
+	if status.Namespace == nil || *status.Namespace != VirtualNamespace {
+		t.Errorf("status apply result namespace %v", status.Namespace)
+	}
+	if err := e.direct.Get(e.ctx, client.ObjectKey{Namespace: verbsNS, Name: "d"}, real); err != nil {
+		t.Fatal(err)
+	}
+	if real.Status.ObservedGeneration != 9 {
+		t.Errorf("backing deployment after status apply: observedGeneration %d, want 9", real.Status.ObservedGeneration)
 	}
 
 	scale := &autoscalingv1.Scale{}

@@ -147,7 +147,10 @@ func (d *dispatcher) OnDelete(obj any) {
 
 // add registers r for namespace ns and replays the namespace's current
 // objects to it as the initial list, before any later event of the namespace
-// reaches it.
+// reaches it. An object already in the informer's store whose own
+// notification is still queued reaches r twice (in the initial list, then as
+// that notification), never out of order; controllers, being level-based, do
+// not mind.
 func (d *dispatcher) add(ns string, r *registration) error {
 	// Lock order: d.mu is never held while waiting for h.mu.
 	var h *nsHandlers
