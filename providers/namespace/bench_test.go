@@ -26,7 +26,10 @@ import (
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
 
-var benchSeeded sync.Map // namespace prefix -> struct{}
+var (
+	benchSeeded sync.Map     // namespace prefix -> struct{}
+	benchCycles atomic.Int64 // names engage/disengage cycles uniquely across runs
+)
 
 // benchReconciler counts the clusters of a prefix whose "cm" was reconciled
 // and reports when a watched request is reconciled.
@@ -72,7 +75,7 @@ func benchmarkNamespaces(b *testing.B, n int) {
 	direct := directClient(b)
 
 	var allSecs, p50s, p90s, gPerCluster, gPerClusterAll, gLeft, heapPerCluster, cmWatches, nsWatches float64
-	for iter := range b.N {
+	for range b.N {
 		counter := &watchCounter{watches: map[string]int{}}
 		cfg := fleet.Config(0)
 		cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
@@ -121,7 +124,7 @@ func benchmarkNamespaces(b *testing.B, n int) {
 		p50s += p50
 		p90s += p90
 
-		marginal, left := engageDisengageCycle(b, direct, p, fmt.Sprintf("%s-cycle%d", prefix, iter))
+		marginal, left := engageDisengageCycle(b, direct, p, fmt.Sprintf("%s-cycle%d", prefix, benchCycles.Add(1)))
 		gPerCluster += marginal
 		gLeft += left
 
