@@ -24,6 +24,10 @@ type Options struct {
 	// StartTimeout bounds the start-up of each control plane. Defaults to 2 minutes,
 	// which leaves room for several control planes starting on two cores.
 	StartTimeout time.Duration
+
+	// APIServerFlags are extra kube-apiserver flags (name without "--" to value),
+	// e.g. {"max-requests-inflight": "2000"} for benchmarks with many clients.
+	APIServerFlags map[string]string
 }
 
 // Start starts n control planes in parallel and returns once all are serving.
@@ -51,6 +55,9 @@ func Start(n int, opts Options) (*Fleet, error) {
 			BinaryAssetsDirectory:    dir,
 			ControlPlaneStartTimeout: opts.StartTimeout,
 			ControlPlaneStopTimeout:  time.Minute,
+		}
+		for name, value := range opts.APIServerFlags {
+			f.envs[i].ControlPlane.GetAPIServer().Configure().Set(name, value)
 		}
 		wg.Go(func() {
 			cfg, err := f.envs[i].Start()

@@ -12,7 +12,12 @@ import (
 // hands it to use, runs the package's tests, stops the fleet and then fails
 // the run if goroutines were leaked. It does not return.
 func RunMain(m *testing.M, n int, use func(*Fleet), leakOptions ...goleak.Option) {
-	f, err := Start(n, Options{})
+	RunMainWithOptions(m, n, Options{}, use, leakOptions...)
+}
+
+// RunMainWithOptions is RunMain with fleet options.
+func RunMainWithOptions(m *testing.M, n int, opts Options, use func(*Fleet), leakOptions ...goleak.Option) {
+	f, err := Start(n, opts)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)

@@ -75,8 +75,9 @@ type clusterKind[object client.Object, request comparable] struct {
 
 var _ source.TypedSyncingSource[mcreconcile.Request] = &clusterKind[client.Object, mcreconcile.Request]{}
 
-// Start registers the handler. It returns once the informer exists; it does
-// not wait for it to sync, and starts no goroutine.
+// Start registers the handler. It returns once the informer exists, without
+// waiting for it to sync; what the handler enqueues reaches the queue once the
+// initial list is complete (see syncGate).
 func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) error {
 	if k.registration != nil {
 		return fmt.Errorf("%s was started twice", k)
@@ -85,12 +86,23 @@ func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.Ty
 	if err != nil {
 		return fmt.Errorf("getting informer for %T: %w", k.obj, err)
 	}
-	reg, err := informer.AddEventHandlerWithOptions(NewEventHandler(ctx, q, k.handler, k.predicates), toolscache.HandlerOptions{})
+	gate := newSyncGate(q)
+	reg, err := informer.AddEventHandlerWithOptions(NewEventHandler(ctx, workqueue.TypedRateLimitingInterface[request](gate), k.handler, k.predicates), toolscache.HandlerOptions{})
 	if err != nil {
 		return fmt.Errorf("adding event handler for %T: %w", k.obj, err)
 	}
 	k.registration = reg
 	context.AfterFunc(ctx, func() { _ = informer.RemoveEventHandler(reg) })
+	// Release the initial list once it is complete (a short-lived goroutine:
+	// it returns at sync or disengagement).
+	go func() {
+		select {
+		case <-reg.HasSyncedChecker().Done():
+			gate.release()
+		case <-ctx.Done():
+			gate.discard()
+		}
+	}()
 	return nil
 }
 

@@ -1,0 +1,157 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// server is the one real API server every benchmark cluster points at.
+var apiServer *testfleet.Fleet
+
+func TestMain(m *testing.M) {
+	testfleet.RunMainWithOptions(m, 1, testfleet.Options{APIServerFlags: map[string]string{
+		// A thousand clusters list at once; the defaults (400/200) would make
+		// the server's admission, not the client, the thing measured.
+		"max-requests-inflight":          "4000",
+		"max-mutating-requests-inflight": "2000",
+	}}, func(f *testfleet.Fleet) { apiServer = f })
+}
+
+func config() *rest.Config {
+	cfg := apiServer.Config(0)
+	cfg.QPS, cfg.Burst = 5000, 10000
+	return cfg
+}
+
+var nsCounter atomic.Int32
+
+// seed creates a fresh namespace holding n ConfigMaps and returns its name.
+func seed(b *testing.B, n int) string {
+	b.Helper()
+	c, err := client.New(config(), client.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ns := fmt.Sprintf("bench-%d", nsCounter.Add(1))
+	ctx := context.Background()
+	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
+		b.Fatal(err)
+	}
+	createConfigMaps(b, c, ns, "seed", n)
+	return ns
+}
+
+// createConfigMaps creates n ConfigMaps from 16 goroutines.
+func createConfigMaps(b *testing.B, c client.Client, ns, prefix string, n int) {
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	next := atomic.Int32{}
+	for range 16 {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("%s-%d", prefix, i)}}
+				if err := c.Create(context.Background(), cm); err != nil {
+					failed.Store(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// inNamespace restricts a cluster's cache to one namespace, so that every
+// benchmark sees exactly the objects it seeded. A field selector keeps one
+// informer per type (DefaultNamespaces would add a multi-namespace layer).
+func inNamespace(ns string) cluster.Option {
+	return func(o *cluster.Options) {
+		o.Cache.DefaultFieldSelector = fields.OneTermEqualSelector("metadata.namespace", ns)
+		o.Logger = logr.Discard()
+	}
+}
+
+// newManager returns a Multi-Cluster Manager on the benchmark server with
+// logging, metrics and probes off.
+func newManager(b *testing.B, provider multicluster.Provider) mcmanager.Manager {
+	mgr, err := mcmanager.New(config(), provider, manager.Options{
+		Metrics:                server.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Logger:                 logr.Discard(),
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return mgr
+}
+
+// run starts mgr and returns a function that stops it and waits.
+func run(b *testing.B, mgr interface{ Start(context.Context) error }) func() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil {
+			b.Error(err)
+		}
+	}
+}
+
+// waitFor polls cond every millisecond until it holds or a minute passes.
+func waitFor(b *testing.B, what string, cond func() bool) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// heapAndGoroutines returns the live heap after two collections and the
+// goroutine count.
+func heapAndGoroutines() (uint64, int) {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc, runtime.NumGoroutine()
+}
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[int(float64(len(s)-1)*p)]
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

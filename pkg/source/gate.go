@@ -1,0 +1,102 @@
+package source
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+)
+
+// syncGate holds what a cluster's handler adds to the controller's queue
+// until the cluster's informer has delivered its initial list, then replays
+// it and lets later additions through.
+//
+// Without it, the first object of a newly engaged cluster is reconciled while
+// its informer is still listing; a cached read in the reconciler then blocks
+// in controller-runtime's sync wait, which polls every 100ms. Holding the
+// initial list back is what controller-runtime itself does at start-up (no
+// reconcile before the caches sync), applied per cluster.
+type syncGate[request comparable] struct {
+	workqueue.TypedRateLimitingInterface[request]
+	pq priorityqueue.PriorityQueue[request] // nil if the queue has no priorities
+
+	mu      sync.Mutex
+	open    bool
+	pending []func()
+}
+
+var _ priorityqueue.PriorityQueue[string] = &syncGate[string]{}
+
+func newSyncGate[request comparable](q workqueue.TypedRateLimitingInterface[request]) *syncGate[request] {
+	pq, _ := q.(priorityqueue.PriorityQueue[request])
+	return &syncGate[request]{TypedRateLimitingInterface: q, pq: pq}
+}
+
+// through runs add now if the gate is open, or keeps it for release.
+func (g *syncGate[request]) through(add func()) {
+	g.mu.Lock()
+	if !g.open {
+		g.pending = append(g.pending, add)
+		g.mu.Unlock()
+		return
+	}
+	g.mu.Unlock()
+	add()
+}
+
+// release opens the gate and replays what was held, in order.
+func (g *syncGate[request]) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, add := range g.pending {
+		add()
+	}
+	g.pending, g.open = nil, true
+}
+
+// discard drops what was held; the cluster left before it synced.
+func (g *syncGate[request]) discard() {
+	g.mu.Lock()
+	g.pending = nil
+	g.mu.Unlock()
+}
+
+func (g *syncGate[request]) Add(item request) {
+	g.through(func() { g.TypedRateLimitingInterface.Add(item) })
+}
+
+func (g *syncGate[request]) AddAfter(item request, d time.Duration) {
+	g.through(func() { g.TypedRateLimitingInterface.AddAfter(item, d) })
+}
+
+func (g *syncGate[request]) AddRateLimited(item request) {
+	g.through(func() { g.TypedRateLimitingInterface.AddRateLimited(item) })
+}
+
+func (g *syncGate[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
+	g.through(func() {
+		if g.pq != nil {
+			g.pq.AddWithOpts(o, items...)
+			return
+		}
+		for _, item := range items {
+			switch {
+			case o.After > 0:
+				g.TypedRateLimitingInterface.AddAfter(item, o.After)
+			case o.RateLimited:
+				g.TypedRateLimitingInterface.AddRateLimited(item)
+			default:
+				g.TypedRateLimitingInterface.Add(item)
+			}
+		}
+	})
+}
+
+func (g *syncGate[request]) GetWithPriority() (request, int, bool) {
+	if g.pq != nil {
+		return g.pq.GetWithPriority()
+	}
+	item, shutdown := g.Get()
+	return item, 0, shutdown
+}
