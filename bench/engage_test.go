@@ -30,6 +30,9 @@ type fleetCounter struct {
 
 func (c *fleetCounter) record(name string) {
 	c.total.Add(1)
+	if c.first == nil {
+		return
+	}
 	c.mu.Lock()
 	if _, ok := c.first[name]; !ok {
 		c.first[name] = time.Now()
@@ -151,13 +154,7 @@ func engageOnce(b *testing.B, n int, ns string) {
 		p.Remove(name)
 	}
 	waitFor(b, "every cluster to disengage", func() bool { return len(p.ClusterNames()) == 0 })
-	// Teardown is asynchronous (informers stop, connections close): poll.
-	deadline := time.Now().Add(30 * time.Second)
-	heap2, g2 := heapAndGoroutines()
-	for g2 > g0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-		heap2, g2 = heapAndGoroutines()
-	}
+	heap2, g2 := settle(g0)
 
 	b.ReportMetric(elapsed.Seconds(), "s/all-reconciled")
 	b.ReportMetric(ms(percentile(joins, 0.5)), "ms-p50/join-first-reconcile")

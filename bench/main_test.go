@@ -155,3 +155,24 @@ func percentile(d []time.Duration, p float64) time.Duration {
 }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// settle waits (up to 30s) for the goroutine count to fall back to baseline
+// after clusters were disengaged, and returns the heap and goroutine count.
+// Teardown is asynchronous: informers stop and watch streams close after the
+// engagement ends. Idle pooled connections to the API server belong to the
+// process-wide transport that every client with these credentials shares;
+// they would expire on their own (90s), so they are closed here to count
+// only what the clusters left.
+func settle(baseline int) (uint64, int) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if hc, err := rest.HTTPClientFor(config()); err == nil {
+			hc.CloseIdleConnections()
+		}
+		heap, g := heapAndGoroutines()
+		if g <= baseline || time.Now().After(deadline) {
+			return heap, g
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

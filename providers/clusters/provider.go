@@ -27,7 +27,12 @@ type Provider struct {
 	ctx     context.Context // the provider's run, once started
 	aware   multicluster.Aware
 	pending map[multicluster.ClusterName]pendingCluster
+	lives   map[multicluster.ClusterName]*clusterLife
 }
+
+// clusterLife ends a cluster added after start: its context derives from the
+// provider's and must be cancelled when the cluster goes.
+type clusterLife struct{ cancel context.CancelFunc }
 
 type pendingCluster struct {
 	ctx context.Context
@@ -36,7 +41,7 @@ type pendingCluster struct {
 
 // New returns a provider without clusters.
 func New() *Provider {
-	return &Provider{Clusters: pkgclusters.New[cluster.Cluster](), pending: map[multicluster.ClusterName]pendingCluster{}}
+	return &Provider{Clusters: pkgclusters.New[cluster.Cluster](), pending: map[multicluster.ClusterName]pendingCluster{}, lives: map[multicluster.ClusterName]*clusterLife{}}
 }
 
 // Start engages the clusters added so far and those added later, until ctx ends.
@@ -87,10 +92,22 @@ func (p *Provider) Add(ctx context.Context, name multicluster.ClusterName, cl cl
 }
 
 func (p *Provider) add(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	// The cluster lives within the provider's run and the caller's ctx.
+	// The cluster lives within the provider's run and the caller's ctx. Its
+	// context is cancelled on Remove, so that it leaves the provider's context.
 	cctx, cancel := context.WithCancel(p.ctx)
+	life := &clusterLife{cancel: cancel}
+	p.mu.Lock()
+	p.lives[name] = life
+	p.mu.Unlock()
 	stop := context.AfterFunc(ctx, cancel)
-	context.AfterFunc(cctx, func() { stop() })
+	context.AfterFunc(cctx, func() {
+		stop()
+		p.mu.Lock()
+		if p.lives[name] == life {
+			delete(p.lives, name)
+		}
+		p.mu.Unlock()
+	})
 	if err := p.Clusters.Add(cctx, name, cl, p.aware); err != nil {
 		cancel()
 		return err
@@ -102,6 +119,10 @@ func (p *Provider) add(ctx context.Context, name multicluster.ClusterName, cl cl
 func (p *Provider) Remove(name multicluster.ClusterName) {
 	p.mu.Lock()
 	delete(p.pending, name)
+	life := p.lives[name]
 	p.mu.Unlock()
 	p.Clusters.Remove(name)
+	if life != nil {
+		life.cancel()
+	}
 }
