@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/mcruntime/multicluster-runtime/internal/queue"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
@@ -16,14 +17,12 @@ import (
 // It is a priority queue so that controller-runtime's handlers keep their
 // priorities (initial-list events go behind live ones).
 func clusterQueue(name multicluster.ClusterName, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) priorityqueue.PriorityQueue[reconcile.Request] {
-	pq, _ := q.(priorityqueue.PriorityQueue[mcreconcile.Request])
-	return &taggingQueue{name: name, q: q, pq: pq}
+	return &taggingQueue{name: name, q: q}
 }
 
 type taggingQueue struct {
 	name multicluster.ClusterName
 	q    workqueue.TypedRateLimitingInterface[mcreconcile.Request]
-	pq   priorityqueue.PriorityQueue[mcreconcile.Request] // nil if q has no priorities
 }
 
 var _ priorityqueue.PriorityQueue[reconcile.Request] = &taggingQueue{}
@@ -55,11 +54,7 @@ func (t *taggingQueue) Get() (reconcile.Request, bool) {
 }
 
 func (t *taggingQueue) GetWithPriority() (reconcile.Request, int, bool) {
-	if t.pq == nil {
-		item, shutdown := t.Get()
-		return item, 0, shutdown
-	}
-	item, prio, shutdown := t.pq.GetWithPriority()
+	item, prio, shutdown := queue.GetWithPriority(t.q)
 	return item.Request, prio, shutdown
 }
 
@@ -68,18 +63,5 @@ func (t *taggingQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.R
 	for i, item := range items {
 		tagged[i] = t.tag(item)
 	}
-	if t.pq != nil {
-		t.pq.AddWithOpts(o, tagged...)
-		return
-	}
-	for _, item := range tagged {
-		switch {
-		case o.After > 0:
-			t.q.AddAfter(item, o.After)
-		case o.RateLimited:
-			t.q.AddRateLimited(item)
-		default:
-			t.q.Add(item)
-		}
-	}
+	queue.AddWithOpts(t.q, o, tagged...)
 }

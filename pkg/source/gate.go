@@ -6,6 +6,8 @@ import (
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+
+	"github.com/mcruntime/multicluster-runtime/internal/queue"
 )
 
 // syncGate holds what a cluster's handler adds to the controller's queue
@@ -19,7 +21,6 @@ import (
 // reconcile before the caches sync), applied per cluster.
 type syncGate[request comparable] struct {
 	workqueue.TypedRateLimitingInterface[request]
-	pq priorityqueue.PriorityQueue[request] // nil if the queue has no priorities
 
 	mu      sync.Mutex
 	open    bool
@@ -29,8 +30,7 @@ type syncGate[request comparable] struct {
 var _ priorityqueue.PriorityQueue[string] = &syncGate[string]{}
 
 func newSyncGate[request comparable](q workqueue.TypedRateLimitingInterface[request]) *syncGate[request] {
-	pq, _ := q.(priorityqueue.PriorityQueue[request])
-	return &syncGate[request]{TypedRateLimitingInterface: q, pq: pq}
+	return &syncGate[request]{TypedRateLimitingInterface: q}
 }
 
 // through runs add now if the gate is open, or keeps it for release.
@@ -75,28 +75,9 @@ func (g *syncGate[request]) AddRateLimited(item request) {
 }
 
 func (g *syncGate[request]) AddWithOpts(o priorityqueue.AddOpts, items ...request) {
-	g.through(func() {
-		if g.pq != nil {
-			g.pq.AddWithOpts(o, items...)
-			return
-		}
-		for _, item := range items {
-			switch {
-			case o.After > 0:
-				g.TypedRateLimitingInterface.AddAfter(item, o.After)
-			case o.RateLimited:
-				g.TypedRateLimitingInterface.AddRateLimited(item)
-			default:
-				g.TypedRateLimitingInterface.Add(item)
-			}
-		}
-	})
+	g.through(func() { queue.AddWithOpts(g.TypedRateLimitingInterface, o, items...) })
 }
 
 func (g *syncGate[request]) GetWithPriority() (request, int, bool) {
-	if g.pq != nil {
-		return g.pq.GetWithPriority()
-	}
-	item, shutdown := g.Get()
-	return item, 0, shutdown
+	return queue.GetWithPriority(g.TypedRateLimitingInterface)
 }
