@@ -48,6 +48,7 @@ bench:
 		(cd "$$dir" && $(GO) test -run '^$$' -bench '$(BENCH)' -benchmem -count=1 ./...) || fail=1; \
 	done; exit $$fail
 
-## demo: the quickstart against a local fleet of real control planes.
+## demo: the quickstart: a ConfigMap controller over a local fleet of real control planes (file provider).
 demo:
-	@echo "make demo: the quickstart is coming with the file provider (see README)."; exit 1
+	@assets="$$(hack/envtest-assets.sh)" || exit 1; export KUBEBUILDER_ASSETS="$$assets"; \
+	$(GO) build -o $(BIN)/quickstart ./examples/quickstart && exec $(BIN)/quickstart -demo
