@@ -121,23 +121,26 @@ func (c *mcController) Engage(ctx context.Context, name multicluster.ClusterName
 	if name == "" {
 		return errors.New(`the cluster name "" is reserved for the host cluster`)
 	}
-	e, started, err := c.engage(ctx, name, cl)
-	if err != nil || e == nil || !started {
+	e, srcs, err := c.engage(ctx, name, cl)
+	if err != nil || e == nil || srcs == nil {
 		return err
 	}
-	return c.startSources(e, name, c.sourcesSnapshot())
+	return c.startSources(e, name, srcs)
 }
 
 // engage records the engagement and replaces a previous one under the same
-// name. It returns a nil engagement when cl is already engaged under name.
-func (c *mcController) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, bool, error) {
+// name. It returns a nil engagement when cl is already engaged under name,
+// and the sources to start in the cluster, nil before the controller runs.
+// Both are decided under one lock, so that a concurrent MultiClusterWatch
+// starts its source in this cluster or leaves it to us, never both.
+func (c *mcController) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.Source, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
-		return nil, false, nil
+		return nil, nil, nil
 	}
 	if c.ctx != nil && c.ctx.Err() != nil {
-		return nil, false, fmt.Errorf("controller %q: cluster %q: controller has stopped", c.name, name)
+		return nil, nil, fmt.Errorf("controller %q: cluster %q: controller has stopped", c.name, name)
 	}
 	ectx, cancel := context.WithCancel(ctx)
 	e := &engagement{cl: cl, ctx: ectx, cancel: cancel}
@@ -145,14 +148,11 @@ func (c *mcController) engage(ctx context.Context, name multicluster.ClusterName
 		old.cancel()
 	}
 	c.clusters[name] = e
-	context.AfterFunc(ectx, func() {
-		c.mu.Lock()
-		if c.clusters[name] == e {
-			delete(c.clusters, name)
-		}
-		c.mu.Unlock()
-	})
-	return e, c.queue != nil, nil
+	context.AfterFunc(ectx, func() { c.forget(name, e) })
+	if c.queue == nil {
+		return e, nil, nil
+	}
+	return e, append([]mcsource.Source{}, c.sources...), nil
 }
 
 func (c *mcController) isEngaged(name multicluster.ClusterName) bool {
@@ -163,12 +163,6 @@ func (c *mcController) isEngaged(name multicluster.ClusterName) bool {
 	_, ok := c.clusters[name]
 	c.mu.RUnlock()
 	return ok
-}
-
-func (c *mcController) sourcesSnapshot() []mcsource.Source {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return append([]mcsource.Source(nil), c.sources...)
 }
 
 // MultiClusterWatch adds src and, once the controller runs, starts it in every
@@ -185,13 +179,16 @@ func (c *mcController) MultiClusterWatch(src mcsource.Source) error {
 	}
 	c.mu.Unlock()
 
-	var errs []error
+	// Concurrently: an unreachable cluster costs its timeout once, not per cluster.
+	errs := make(chan error, len(engaged))
 	for name, e := range engaged {
-		if err := c.startSources(e, name, []mcsource.Source{src}); err != nil {
-			errs = append(errs, err)
-		}
+		go func() { errs <- c.startSources(e, name, []mcsource.Source{src}) }()
 	}
-	return errors.Join(errs...)
+	var all []error
+	for range engaged {
+		all = append(all, <-errs)
+	}
+	return errors.Join(all...)
 }
 
 // startSources starts srcs in one cluster, bounded by the controller's
@@ -228,10 +225,20 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 		return nil // disengaged meanwhile
 	}
 	if err != nil {
+		c.forget(name, e)
 		e.cancel()
 		return fmt.Errorf("controller %q: cluster %q: %w", c.name, clusterLabel(name), err)
 	}
 	return nil
+}
+
+// forget removes the engagement e of name, unless it was replaced.
+func (c *mcController) forget(name multicluster.ClusterName, e *engagement) {
+	c.mu.Lock()
+	if c.clusters[name] == e {
+		delete(c.clusters, name)
+	}
+	c.mu.Unlock()
 }
 
 func clusterLabel(name multicluster.ClusterName) string {

@@ -191,13 +191,7 @@ func (m *mcManager) Engage(ctx context.Context, name multicluster.ClusterName, c
 	m.clusters[name] = e
 	awares := append([]multicluster.Aware(nil), m.awares...)
 	m.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		m.mu.Lock()
-		if m.clusters[name] == e {
-			delete(m.clusters, name)
-		}
-		m.mu.Unlock()
-	})
+	context.AfterFunc(ctx, func() { m.forget(name, e) })
 
 	errs := make([]error, len(awares))
 	if len(awares) == 1 {
@@ -209,8 +203,23 @@ func (m *mcManager) Engage(ctx context.Context, name multicluster.ClusterName, c
 		}
 		wg.Wait()
 	}
+	err := errors.Join(errs...)
+	if err != nil {
+		// Not engaged after all: forget it now, not when the provider gets to
+		// cancel ctx, so that GetCluster agrees with the error at once.
+		m.forget(name, e)
+	}
 	// Each runnable's error names the cluster already.
-	return errors.Join(errs...)
+	return err
+}
+
+// forget removes the engagement e of name, unless it was replaced.
+func (m *mcManager) forget(name multicluster.ClusterName, e *engagement) {
+	m.mu.Lock()
+	if m.clusters[name] == e {
+		delete(m.clusters, name)
+	}
+	m.mu.Unlock()
 }
 
 // GetCluster returns the host cluster for "" and an engaged cluster otherwise.
