@@ -257,11 +257,28 @@ func (m *mcManager) GetManager(ctx context.Context, name multicluster.ClusterNam
 	return &scopedManager{Manager: m.Manager, cl: cl}, nil
 }
 
+// SharedClusterProvider is implemented by providers whose clusters are views
+// over one cluster's cache (the namespace provider). When that cluster is the
+// host, the manager's field indexer leaves the host's index to the provider.
+type SharedClusterProvider interface {
+	multicluster.Provider
+	// SharedCluster returns the cluster whose cache backs every cluster of the provider.
+	SharedCluster() cluster.Cluster
+}
+
 // fleetIndexer registers an index on the host and, through the provider, on
 // every provider cluster.
 type fleetIndexer struct{ m *mcManager }
 
 func (f *fleetIndexer) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	// A provider whose clusters are views over the host's own cache indexes
+	// that cache itself; indexing it here too would register the index twice.
+	if sp, ok := f.m.provider.(SharedClusterProvider); ok && sp.SharedCluster().GetCache() == f.m.Manager.GetCache() {
+		if err := f.m.provider.IndexField(ctx, obj, field, extract); err != nil {
+			return fmt.Errorf("indexing %T by %q on the host cluster and its views: %w", obj, field, err)
+		}
+		return nil
+	}
 	if err := f.m.Manager.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
 		return fmt.Errorf("indexing %T by %q on the host cluster: %w", obj, field, err)
 	}

@@ -20,13 +20,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 var (
-	_ multicluster.Provider         = &Provider{}
-	_ multicluster.ProviderRunnable = &Provider{}
-	_ client.FieldIndexer           = &Provider{}
+	_ multicluster.Provider           = &Provider{}
+	_ multicluster.ProviderRunnable   = &Provider{}
+	_ client.FieldIndexer             = &Provider{}
+	_ mcmanager.SharedClusterProvider = &Provider{}
 )
 
 // workers is the number of namespaces engaged or disengaged concurrently.
@@ -230,6 +232,9 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 	p.indexed[key] = struct{}{}
 	return nil
 }
+
+// SharedCluster returns the cluster whose cache backs every virtual cluster.
+func (p *Provider) SharedCluster() cluster.Cluster { return p.cl }
 
 // informers returns the number of shared informers with a namespace
 // dispatcher, and the namespaces they dispatch to; for tests.

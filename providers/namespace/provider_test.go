@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -345,4 +347,69 @@ func stableGoroutines() int {
 		}
 	}
 	return last
+}
+
+// A namespace provider over the host manager's own cache: an index registered
+// through the Multi-Cluster Manager lands once on that cache and serves the
+// host and every virtual cluster.
+func TestIndexOverTheHostManagersCache(t *testing.T) {
+	c := directClient(t)
+	ctx := context.Background()
+	nss := names("hostindex", 2)
+	createNamespaces(t, c, nss)
+	for _, ns := range nss {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}, Data: map[string]string{"shade": "teal"}}
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	host, err := manager.New(fleet.Config(0), manager.Options{Metrics: server.Options{BindAddress: "0"}, HealthProbeBindAddress: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := mcmanager.WithMultiCluster(host, New(host))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "data.shade", func(o client.Object) []string {
+		return []string{o.(*corev1.ConfigMap).Data["shade"]}
+	}); err != nil {
+		t.Fatalf("indexing through the manager: %v", err)
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+
+	eventually(t, 30*time.Second, func() error {
+		list := &corev1.ConfigMapList{}
+		if err := host.GetClient().List(ctx, list, client.MatchingFields{"data.shade": "teal"}); err != nil {
+			return err
+		}
+		if len(list.Items) < len(nss) {
+			return fmt.Errorf("host: %d teal ConfigMaps, want at least %d", len(list.Items), len(nss))
+		}
+		return nil
+	})
+	for _, ns := range nss {
+		eventually(t, 30*time.Second, func() error {
+			vc, err := mgr.GetCluster(ctx, ns)
+			if err != nil {
+				return err
+			}
+			list := &corev1.ConfigMapList{}
+			if err := vc.GetClient().List(ctx, list, client.MatchingFields{"data.shade": "teal"}); err != nil {
+				return err
+			}
+			if len(list.Items) != 1 {
+				return fmt.Errorf("cluster %q: %d teal ConfigMaps, want 1", ns, len(list.Items))
+			}
+			return nil
+		})
+	}
 }
