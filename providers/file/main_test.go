@@ -71,10 +71,11 @@ type tracker struct {
 	mu      sync.Mutex
 	engaged map[multicluster.ClusterName]cluster.Cluster
 	ctxs    map[cluster.Cluster]context.Context // every engagement ever made
+	count   map[multicluster.ClusterName]int    // engagements by name
 }
 
 func newTracker() *tracker {
-	return &tracker{engaged: map[multicluster.ClusterName]cluster.Cluster{}, ctxs: map[cluster.Cluster]context.Context{}}
+	return &tracker{engaged: map[multicluster.ClusterName]cluster.Cluster{}, ctxs: map[cluster.Cluster]context.Context{}, count: map[multicluster.ClusterName]int{}}
 }
 
 func (t *tracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
@@ -82,6 +83,7 @@ func (t *tracker) Engage(ctx context.Context, name multicluster.ClusterName, cl 
 	defer t.mu.Unlock()
 	t.engaged[name] = cl
 	t.ctxs[cl] = ctx
+	t.count[name]++
 	context.AfterFunc(ctx, func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
@@ -164,6 +166,13 @@ func (t *tracker) waitDisengaged(tb *testing.T, cl cluster.Cluster) {
 		}
 		return nil
 	})
+}
+
+// engagements returns how often name was engaged.
+func (t *tracker) engagements(name multicluster.ClusterName) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.count[name]
 }
 
 func keys[V any](m map[multicluster.ClusterName]V) []string {

@@ -31,6 +31,9 @@ const (
 	// DefaultDebounce is how long the provider waits for a burst of file
 	// system events to settle before re-reading the files.
 	DefaultDebounce = 200 * time.Millisecond
+	// maxDebounceFactor bounds a burst: its files are read at the latest this
+	// many Debounce periods after its first event.
+	maxDebounceFactor = 10
 	// minRetryBackoff and maxRetryBackoff bound the retries of a cluster that
 	// cannot be engaged (unreachable server, rejected credentials, ...).
 	minRetryBackoff = time.Second
@@ -70,7 +73,8 @@ type Options struct {
 	ClusterOptions []cluster.Option
 
 	// Debounce is how long a burst of file system events must be quiet before
-	// the files are read again. Defaults to DefaultDebounce.
+	// the files are read again (at most ten times this after the burst's first
+	// event). Defaults to DefaultDebounce.
 	Debounce time.Duration
 }
 
@@ -196,9 +200,24 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 
 	p.sync(log, watcher)
 
+	// Each event pushes the re-read back by Debounce, but never beyond
+	// maxDebounceFactor*Debounce after the first event of a burst: files that
+	// change all the time must not starve the others.
 	timer := time.NewTimer(p.opts.Debounce)
 	timer.Stop()
 	defer timer.Stop()
+	var burstStart time.Time
+	schedule := func() {
+		now := time.Now()
+		if burstStart.IsZero() {
+			burstStart = now
+		}
+		wait := p.opts.Debounce
+		if deadline := burstStart.Add(maxDebounceFactor * p.opts.Debounce); now.Add(wait).After(deadline) {
+			wait = max(deadline.Sub(now), 0)
+		}
+		timer.Reset(wait)
+	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -208,7 +227,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 				return errors.New("file provider: file watcher closed")
 			}
 			if p.relevant(ev.Name) {
-				timer.Reset(p.opts.Debounce)
+				schedule()
 			}
 		case err, ok := <-watcher.Errors:
 			if !ok {
@@ -216,8 +235,9 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 			}
 			// An overflow loses events: read everything again.
 			log.Error(err, "File watcher error, re-reading kubeconfig files")
-			timer.Reset(p.opts.Debounce)
+			schedule()
 		case <-timer.C:
+			burstStart = time.Time{}
 			p.sync(log, watcher)
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -192,4 +193,45 @@ func TestMalformedFileLeavesOthersRunning(t *testing.T) {
 
 func isNotFound(err error) bool {
 	return errors.Is(err, multicluster.ErrClusterNotFound)
+}
+
+func TestBurstOfWritesIsCoalesced(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "busy.kubeconfig")
+	writeAtomically(t, path, kubeconfig(t, map[string]int{"main": 0}))
+	p, err := file.New(file.Options{KubeconfigDirs: []string{dir}, Debounce: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := run(t, p, logr.Discard())
+	expectFleet(t, tr, map[multicluster.ClusterName]int{path + "+main": 0})
+
+	// An editor-like burst: the file truncated and rewritten piecemeal,
+	// pointing at each member in turn, ending at member 2. Without debouncing,
+	// the provider would see torn files and intermediate members.
+	contents := [][]byte{
+		kubeconfig(t, map[string]int{"main": 1}),
+		kubeconfig(t, map[string]int{"main": 0}),
+		kubeconfig(t, map[string]int{"main": 2}),
+	}
+	for _, data := range contents {
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		half := len(data) / 2
+		for _, chunk := range [][]byte{data[:half], data[half:]} {
+			if _, err := f.Write(chunk); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(20 * time.Millisecond) // the writer's pace, not an assertion
+		}
+		if err := f.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	expectFleet(t, tr, map[multicluster.ClusterName]int{path + "+main": 2})
+	if n := tr.engagements(path + "+main"); n != 2 {
+		t.Fatalf("the burst engaged the cluster %d times in all, want 2 (initial and final content)", n)
+	}
 }

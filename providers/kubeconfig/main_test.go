@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -198,6 +199,12 @@ type env struct {
 // start creates a namespace on the host, and runs a manager with a
 // kubeconfig provider for it until the test ends.
 func start(t *testing.T) *env {
+	return startAs(t, nil)
+}
+
+// startAs is start with the manager running as the identity identity returns
+// for the namespace (nil: the admin).
+func startAs(t *testing.T, identity func(ns string) *rest.Config) *env {
 	t.Helper()
 	ctx := context.Background()
 	host, err := client.New(fleet.Config(0), client.Options{})
@@ -210,8 +217,12 @@ func start(t *testing.T) *env {
 	}
 	e := &env{ns: ns.Name, host: host, tracker: newTracker(), logs: &logBuffer{}}
 
+	cfg := fleet.Config(0)
+	if identity != nil {
+		cfg = identity(e.ns)
+	}
 	p := kubeconfig.New(kubeconfig.Options{Namespace: e.ns})
-	mgr, err := mcmanager.New(fleet.Config(0), p, mcmanager.Options{
+	mgr, err := mcmanager.New(cfg, p, mcmanager.Options{
 		Logger:     e.logs.logger(),
 		Metrics:    server.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},

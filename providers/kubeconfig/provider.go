@@ -13,16 +13,18 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -103,23 +105,43 @@ func New(opts Options) *Provider {
 	return p
 }
 
-// SetupWithManager registers the provider's controller, which watches the
-// kubeconfig Secrets, on mgr's host cluster. mgr must run the provider: pass
-// the provider to mcmanager.New (or to a provider that runs it).
+// SetupWithManager registers the provider's controller on mgr's host
+// cluster. The controller reads Secrets through a cache of its own, limited
+// to Options.Namespace and to Secrets carrying the label: the provider needs
+// no access to other Secrets, and keeps no others in memory. A Secret that
+// loses the label leaves that cache, which disengages its cluster.
+//
+// mgr must run the provider: pass the provider to mcmanager.New (or to a
+// provider that runs it, such as the multi provider).
 func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) error {
 	if mgr == nil {
 		return errors.New("kubeconfig provider: nil manager")
 	}
 	host := mgr.GetLocalManager()
+	secrets, err := cache.New(host.GetConfig(), cache.Options{
+		Scheme:            host.GetScheme(),
+		Mapper:            host.GetRESTMapper(),
+		DefaultNamespaces: map[string]cache.Config{p.opts.Namespace: {}},
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{p.opts.KubeconfigSecretLabel: "true"})},
+		},
+	})
+	if err != nil {
+		return fmt.Errorf("kubeconfig provider: creating the Secret cache for namespace %q: %w", p.opts.Namespace, err)
+	}
+	// Started with the manager's caches, before controllers.
+	if err := host.Add(secretCache{secrets}); err != nil {
+		return fmt.Errorf("kubeconfig provider: %w", err)
+	}
 	p.mu.Lock()
-	p.client = host.GetClient()
+	p.client = secrets
 	p.recorder = host.GetEventRecorder(ControllerName)
 	p.log = mgr.GetLogger().WithName("kubeconfig-provider")
 	p.mu.Unlock()
 
 	return builder.ControllerManagedBy(host).
 		Named(ControllerName).
-		For(&corev1.Secret{}, builder.WithPredicates(p.predicate())).
+		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})).
 		WithOptions(controller.Options{
 			// Every replica needs the fleet, not just the leader.
 			NeedLeaderElection: ptr.To(false),
@@ -127,19 +149,11 @@ func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) er
 		Complete(p)
 }
 
-// predicate passes the Secrets of the namespace that carry the label, before
-// or after an update: removing the label must be seen to disengage.
-func (p *Provider) predicate() predicate.Predicate {
-	labelled := func(o client.Object) bool {
-		return o != nil && o.GetNamespace() == p.opts.Namespace && o.GetLabels()[p.opts.KubeconfigSecretLabel] == "true"
-	}
-	return predicate.Funcs{
-		CreateFunc:  func(e event.CreateEvent) bool { return labelled(e.Object) },
-		UpdateFunc:  func(e event.UpdateEvent) bool { return labelled(e.ObjectOld) || labelled(e.ObjectNew) },
-		DeleteFunc:  func(e event.DeleteEvent) bool { return labelled(e.Object) },
-		GenericFunc: func(e event.GenericEvent) bool { return labelled(e.Object) },
-	}
-}
+// secretCache lets the manager recognise the provider's cache as one, so that
+// it starts with the caches.
+type secretCache struct{ cache.Cache }
+
+func (c secretCache) GetCache() cache.Cache { return c.Cache }
 
 // Start binds the provider to the manager's run and engages clusters with
 // aware until ctx ends. The Multi-Cluster Manager calls it.
