@@ -19,7 +19,10 @@
 //
 //   - a new file or context engages its clusters;
 //   - a changed file re-creates only the clusters whose resolved configuration
-//     (the context, its cluster and its user, compared by hash) changed;
+//     (the context, its cluster and its user, compared by hash) changed; files
+//     a kubeconfig refers to (certificate-authority, client-certificate, ...)
+//     are compared by path, and relative paths are resolved against the
+//     kubeconfig's directory;
 //   - a deleted file or context disengages its clusters;
 //   - a directory or file that does not exist yet is picked up when it appears
 //     (its nearest existing ancestor is watched meanwhile).

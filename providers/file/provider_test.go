@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
@@ -233,5 +235,40 @@ func TestBurstOfWritesIsCoalesced(t *testing.T) {
 	expectFleet(t, tr, map[multicluster.ClusterName]int{path + "+main": 2})
 	if n := tr.engagements(path + "+main"); n != 2 {
 		t.Fatalf("the burst engaged the cluster %d times in all, want 2 (initial and final content)", n)
+	}
+}
+
+func TestIndexesReachPresentAndFutureClusters(t *testing.T) {
+	dir := t.TempDir()
+	first, later := filepath.Join(dir, "first.kubeconfig"), filepath.Join(dir, "later.kubeconfig")
+	writeAtomically(t, first, kubeconfig(t, map[string]int{"main": 0}))
+	p, err := file.New(file.Options{KubeconfigDirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	byMember := func(obj client.Object) []string { return []string{obj.(*corev1.ConfigMap).Data["member"]} }
+	// Registered before the provider runs, then after a cluster is engaged.
+	if err := p.IndexField(ctx, &corev1.ConfigMap{}, "member", byMember); err != nil {
+		t.Fatal(err)
+	}
+	tr := run(t, p, logr.Discard())
+	expectFleet(t, tr, map[multicluster.ClusterName]int{first + "+main": 0})
+	if err := p.IndexField(ctx, &corev1.ConfigMap{}, "name", func(obj client.Object) []string { return []string{obj.GetName()} }); err != nil {
+		t.Fatal(err)
+	}
+	writeAtomically(t, later, kubeconfig(t, map[string]int{"main": 1}))
+	engaged := expectFleet(t, tr, map[multicluster.ClusterName]int{first + "+main": 0, later + "+main": 1})
+
+	for name, member := range map[string]string{first + "+main": "0", later + "+main": "1"} {
+		for field, value := range map[string]string{"member": member, "name": "identity"} {
+			var list corev1.ConfigMapList
+			if err := engaged[name].GetCache().List(ctx, &list, client.MatchingFields{field: value}); err != nil {
+				t.Fatalf("cluster %q: listing by index %q: %v", name, field, err)
+			}
+			if len(list.Items) != 1 || list.Items[0].Name != "identity" {
+				t.Fatalf("cluster %q: index %q=%q found %d ConfigMaps", name, field, value, len(list.Items))
+			}
+		}
 	}
 }

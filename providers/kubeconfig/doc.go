@@ -31,6 +31,11 @@
 // Before engaging a cluster the provider checks, with a bounded request, that
 // its server answers and accepts the credentials.
 //
+// On the host the provider needs, in its namespace only: get, list and watch
+// on Secrets, and create, patch and update on events.k8s.io Events. It reads
+// Secrets through a cache of its own restricted to the namespace and the
+// label, so other Secrets are neither fetched nor kept in memory.
+//
 // To register a member cluster, run the kubeconfig-secret command
 // (cmd/kubeconfig-secret) or call Register: it creates a ServiceAccount in
 // the member with the RBAC rules you give it, requests a token for it and
