@@ -39,6 +39,9 @@ type entry[T cluster.Cluster] struct {
 	cl     T
 	ctx    context.Context
 	cancel context.CancelFunc
+	// replaces is the entry this one replaces while it starts; cleared once
+	// it has engaged or failed.
+	replaces *entry[T]
 }
 
 type index struct {
@@ -82,20 +85,38 @@ func (c *Clusters[T]) AddOrReplace(ctx context.Context, name multicluster.Cluste
 		return nil
 	}
 	e, indexes := c.insertLocked(ctx, name, cl)
+	if hadOld {
+		e.replaces = old
+	}
 	c.mu.Unlock()
 
 	if err := c.run(name, e, indexes, aware); err != nil {
-		if hadOld && old.ctx.Err() == nil {
-			c.mu.Lock()
-			if cur, ok := c.clusters[name]; !ok || cur == e {
-				c.clusters[name] = old
+		// Fall back to the newest predecessor still running, unless a newer
+		// replacement took the name meanwhile.
+		c.mu.Lock()
+		if _, taken := c.clusters[name]; !taken {
+			for p := e.replaces; p != nil; p = p.replaces {
+				if p.ctx.Err() == nil {
+					c.clusters[name] = p
+					break
+				}
 			}
-			c.mu.Unlock()
 		}
+		e.replaces = nil
+		c.mu.Unlock()
 		return err
 	}
-	if hadOld {
-		old.cancel()
+	// Stop everything this one replaces, including predecessors whose own
+	// replacement is still in flight or failed.
+	c.mu.Lock()
+	var replaced []*entry[T]
+	for p := e.replaces; p != nil; p = p.replaces {
+		replaced = append(replaced, p)
+	}
+	e.replaces = nil
+	c.mu.Unlock()
+	for _, p := range replaced {
+		p.cancel()
 	}
 	return nil
 }

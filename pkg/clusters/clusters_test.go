@@ -209,3 +209,45 @@ func TestConcurrentUse(t *testing.T) {
 		}
 	}
 }
+
+// Two replacements in flight for one name: when the newer one engages first
+// and the older one then fails, the original cluster is stopped, not left
+// running untracked.
+func TestOverlappingReplacements(t *testing.T) {
+	c := clusters.New[cluster.Cluster]()
+	ctx := t.Context()
+	var ctxA context.Context
+	if err := c.AddOrReplace(ctx, "x", mctest.NewCluster(t, fleet.Config(0)), multicluster.AwareFunc(func(ctx context.Context, _ string, _ cluster.Cluster) error {
+		ctxA = ctx
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+
+	entered, release := make(chan struct{}), make(chan struct{})
+	slow := multicluster.AwareFunc(func(context.Context, string, cluster.Cluster) error {
+		close(entered)
+		<-release
+		return errors.New("refused late")
+	})
+	bDone := make(chan error, 1)
+	go func() { bDone <- c.AddOrReplace(ctx, "x", mctest.NewCluster(t, fleet.Config(1)), slow) }()
+	<-entered
+
+	newest := mctest.NewCluster(t, fleet.Config(0))
+	if err := c.AddOrReplace(ctx, "x", newest, &engagements{}); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if err := <-bDone; err == nil {
+		t.Fatal("the refused replacement succeeded")
+	}
+	if got, err := c.Get(ctx, "x"); err != nil || got != newest {
+		t.Fatalf("Get = %v, %v; want the newest cluster", got, err)
+	}
+	select {
+	case <-ctxA.Done():
+	default:
+		t.Fatal("the original cluster is still running, untracked")
+	}
+}

@@ -86,7 +86,7 @@ type Provider struct {
 
 	opts    Options
 	absRefs []string // absolute configured files and directories, for event filtering
-	members members
+	members pkgclusters.Members
 
 	mu      sync.Mutex
 	started bool
@@ -129,11 +129,11 @@ func New(opts Options) (*Provider, error) {
 		}
 		p.absRefs = append(p.absRefs, abs)
 	}
-	p.members = members{
-		clusters:   &p.Clusters,
-		opts:       opts.ClusterOptions,
-		minBackoff: minRetryBackoff,
-		maxBackoff: maxRetryBackoff,
+	p.members = pkgclusters.Members{
+		Clusters:       &p.Clusters,
+		ClusterOptions: opts.ClusterOptions,
+		MinBackoff:     minRetryBackoff,
+		MaxBackoff:     maxRetryBackoff,
 	}
 	return p, nil
 }
@@ -194,9 +194,9 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	defer func() { _ = watcher.Close() }()
 
 	runCtx, cancel := context.WithCancel(ctx)
-	defer p.members.wait()
+	defer p.members.Wait()
 	defer cancel()
-	p.members.start(runCtx, aware, log)
+	p.members.Start(runCtx, aware, log)
 
 	p.sync(log, watcher)
 
@@ -259,14 +259,14 @@ func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if listErr == nil {
-		for _, name := range p.members.names() {
+		for _, name := range p.members.Names() {
 			if _, ok := res.clusters[name]; ok {
 				continue
 			}
 			if _, failed := res.failed[p.paths[name]]; failed {
 				continue
 			}
-			if p.members.remove(name) {
+			if p.members.Remove(name) {
 				log.Info("Disengaged cluster: its file or context is gone", "cluster", name, "file", p.paths[name])
 			}
 			delete(p.paths, name)
@@ -279,7 +279,7 @@ func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
 	slices.Sort(names)
 	for _, name := range names {
 		w := res.clusters[name]
-		old, known := p.members.hash(name)
+		old, known := p.members.Hash(name)
 		switch {
 		case !known:
 			log.Info("Engaging cluster", "cluster", name, "file", w.path, "context", w.context)
@@ -289,7 +289,7 @@ func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
 			continue
 		}
 		p.paths[name] = w.path
-		p.members.set(name, w.hash, w.config)
+		p.members.Set(name, w.hash, w.config, nil)
 	}
 }
 

@@ -79,7 +79,7 @@ type Provider struct {
 	pkgclusters.Clusters[cluster.Cluster]
 
 	opts    Options
-	members members
+	members pkgclusters.Members
 	started chan struct{} // closed once Start has bound the provider to its run
 
 	mu       sync.Mutex
@@ -101,7 +101,12 @@ func New(opts Options) *Provider {
 		opts.KubeconfigSecretKey = DefaultKubeconfigSecretKey
 	}
 	p := &Provider{Clusters: pkgclusters.New[cluster.Cluster](), opts: opts, started: make(chan struct{}), log: logr.Discard()}
-	p.members = members{clusters: &p.Clusters, opts: opts.ClusterOptions, minBackoff: minRetryBackoff, maxBackoff: maxRetryBackoff}
+	p.members = pkgclusters.Members{
+		Clusters:       &p.Clusters,
+		ClusterOptions: opts.ClusterOptions,
+		MinBackoff:     minRetryBackoff,
+		MaxBackoff:     maxRetryBackoff,
+	}
 	return p
 }
 
@@ -168,11 +173,11 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Unlock()
 
 	runCtx, cancel := context.WithCancel(ctx)
-	p.members.start(runCtx, aware, log)
+	p.members.Start(runCtx, aware, log)
 	close(p.started)
 	<-ctx.Done()
 	cancel()
-	p.members.wait()
+	p.members.Wait()
 	return nil
 }
 
@@ -189,7 +194,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	secret := &corev1.Secret{}
 	if err := p.client.Get(ctx, req.NamespacedName, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			if p.members.remove(name) {
+			if p.members.Remove(name) {
 				log.Info("Disengaged cluster: its Secret was deleted")
 			}
 			return reconcile.Result{}, nil
@@ -197,7 +202,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, fmt.Errorf("cluster %q: reading Secret %s: %w", name, req.NamespacedName, err)
 	}
 	if secret.Labels[p.opts.KubeconfigSecretLabel] != "true" || !secret.DeletionTimestamp.IsZero() {
-		if p.members.remove(name) {
+		if p.members.Remove(name) {
 			log.Info("Disengaged cluster: its Secret is no longer labelled " + p.opts.KubeconfigSecretLabel + "=true")
 		}
 		return reconcile.Result{}, nil
@@ -211,7 +216,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])
-	if old, ok := p.members.hash(name); ok && old == hash {
+	if old, ok := p.members.Hash(name); ok && old == hash {
 		return reconcile.Result{}, nil // unchanged kubeconfig: metadata change or resync
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
@@ -221,13 +226,13 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, err
 	}
 
-	if _, ok := p.members.hash(name); ok {
+	if _, ok := p.members.Hash(name); ok {
 		log.Info("Re-creating cluster: its kubeconfig changed")
 	} else {
 		log.Info("Engaging cluster")
 	}
 	ref := secretRef(secret)
-	p.members.set(name, hash, cfg, func(err error) {
+	p.members.Set(name, hash, cfg, func(err error) {
 		if err != nil {
 			p.warn(ref, ReasonEngageFailed, err)
 			return

@@ -1,4 +1,4 @@
-package kubeconfig
+package clusters
 
 import (
 	"context"
@@ -11,20 +11,34 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// members runs the lifecycle of the provider's clusters on top of
-// pkgclusters.Clusters: one goroutine per cluster being added, retries with
-// backoff, and the cancellation of instances that a newer configuration made
-// obsolete. At most two instances of a name are alive: the engaged one and the
+// Default backoffs between attempts to engage a member.
+const (
+	DefaultMinBackoff = time.Second
+	DefaultMaxBackoff = 2 * time.Minute
+)
+
+// Members turns a provider's desired state, "cluster name runs with this
+// rest.Config", into running, engaged clusters, on top of Clusters: it probes
+// the server, builds the cluster (NewCluster), adds it, and retries with
+// backoff until it is engaged, in one goroutine per cluster being added, so
+// that a slow or broken member never holds back the others. A new
+// configuration for a name replaces the engaged cluster once it is engaged
+// itself; at most two instances of a name are alive: the engaged one and the
 // one replacing it.
-type members struct {
-	clusters   *pkgclusters.Clusters[cluster.Cluster]
-	opts       []cluster.Option
-	minBackoff time.Duration
-	maxBackoff time.Duration
+//
+// Providers whose inventory yields kubeconfigs (files, Secrets, Cluster API,
+// ...) call Set and Remove as their inventory changes.
+type Members struct {
+	// Clusters is where the members run. Required.
+	Clusters *Clusters[cluster.Cluster]
+	// ClusterOptions are applied to every cluster built.
+	ClusterOptions []cluster.Option
+	// MinBackoff and MaxBackoff bound the wait between failed attempts.
+	// Default DefaultMinBackoff and DefaultMaxBackoff.
+	MinBackoff, MaxBackoff time.Duration
 
 	mu     sync.Mutex
 	ctx    context.Context // the provider's run
@@ -34,12 +48,14 @@ type members struct {
 	wg     sync.WaitGroup
 }
 
+// member is one name's desired configuration and its live instances.
 type member struct {
 	hash    string
 	current *instance   // the configuration wanted now
 	live    []*instance // every instance not yet cancelled, current included
 }
 
+// instance is one attempt at running a configuration.
 type instance struct {
 	report  func(err error) // told of every failed attempt, and of success with nil
 	hash    string
@@ -48,16 +64,34 @@ type instance struct {
 	engaged bool
 }
 
-// start binds members to the provider's run.
-func (m *members) start(ctx context.Context, aware multicluster.Aware, log logr.Logger) {
+// Start binds the members to the provider's run: clusters live within ctx and
+// are engaged with aware. Set before Start does nothing.
+func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.Logger) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ctx, m.aware, m.log = ctx, aware, log
 	m.byName = map[multicluster.ClusterName]*member{}
+	if m.MinBackoff <= 0 {
+		m.MinBackoff = DefaultMinBackoff
+	}
+	if m.MaxBackoff < m.MinBackoff {
+		m.MaxBackoff = max(DefaultMaxBackoff, m.MinBackoff)
+	}
 }
 
-// hash returns the configuration hash wanted for name, if any.
-func (m *members) hash(name multicluster.ClusterName) (string, bool) {
+// Names returns the names of every wanted cluster, engaged or not.
+func (m *Members) Names() []multicluster.ClusterName {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make([]multicluster.ClusterName, 0, len(m.byName))
+	for name := range m.byName {
+		out = append(out, name)
+	}
+	return out
+}
+
+// Hash returns the configuration hash wanted for name, if any.
+func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if mb, ok := m.byName[name]; ok {
@@ -66,12 +100,12 @@ func (m *members) hash(name multicluster.ClusterName) (string, bool) {
 	return "", false
 }
 
-// set wants name to run with cfg, identified by hash; report hears of every
-// failed attempt and, with nil, of the engagement. An unchanged hash does
+// Set wants name to run with cfg, identified by hash; report, if not nil,
+// hears of every failed attempt and, with nil, of the engagement. An unchanged hash does
 // nothing; otherwise a new cluster is built and engaged in its own goroutine,
 // replacing the running one once it is engaged. An attempt still in flight for
 // an older configuration is abandoned.
-func (m *members) set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) {
+func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ctx == nil || m.ctx.Err() != nil {
@@ -101,8 +135,9 @@ func (m *members) set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	m.wg.Go(func() { m.run(name, in, cfg) })
 }
 
-// remove disengages name and abandons any attempt in flight.
-func (m *members) remove(name multicluster.ClusterName) bool {
+// Remove disengages name and abandons any attempt in flight. It reports
+// whether name was wanted.
+func (m *Members) Remove(name multicluster.ClusterName) bool {
 	m.mu.Lock()
 	mb, ok := m.byName[name]
 	delete(m.byName, name)
@@ -113,18 +148,18 @@ func (m *members) remove(name multicluster.ClusterName) bool {
 	for _, in := range mb.live {
 		in.cancel()
 	}
-	m.clusters.Remove(name)
+	m.Clusters.Remove(name)
 	return true
 }
 
-// wait waits for every goroutine started by set. Cancel the provider's run first.
-func (m *members) wait() { m.wg.Wait() }
+// Wait waits for every goroutine started by Set. Cancel the provider's run first.
+func (m *Members) Wait() { m.wg.Wait() }
 
 // run builds and engages one instance, retrying with backoff until it is
 // engaged or abandoned.
-func (m *members) run(name multicluster.ClusterName, in *instance, cfg *rest.Config) {
+func (m *Members) run(name multicluster.ClusterName, in *instance, cfg *rest.Config) {
 	log := m.log.WithValues("cluster", name)
-	backoff := m.minBackoff
+	backoff := m.MinBackoff
 	for {
 		err := m.attempt(name, in, cfg)
 		if in.ctx.Err() != nil {
@@ -133,12 +168,12 @@ func (m *members) run(name multicluster.ClusterName, in *instance, cfg *rest.Con
 		if err == nil {
 			if m.engaged(name, in) {
 				log.Info("Engaged cluster")
-				in.report(nil)
+				in.notify(nil)
 			}
 			return
 		}
 		log.Error(err, "Failed to engage cluster, retrying", "retryIn", backoff.String())
-		in.report(err)
+		in.notify(err)
 		t := time.NewTimer(backoff)
 		select {
 		case <-in.ctx.Done():
@@ -146,24 +181,30 @@ func (m *members) run(name multicluster.ClusterName, in *instance, cfg *rest.Con
 			return
 		case <-t.C:
 		}
-		backoff = min(2*backoff, m.maxBackoff)
+		backoff = min(2*backoff, m.MaxBackoff)
 	}
 }
 
-func (m *members) attempt(name multicluster.ClusterName, in *instance, cfg *rest.Config) error {
+func (m *Members) attempt(name multicluster.ClusterName, in *instance, cfg *rest.Config) error {
 	if err := probe(in.ctx, cfg); err != nil {
 		return fmt.Errorf("cluster %q: %w", name, err)
 	}
-	cl, err := cluster.New(rest.CopyConfig(cfg), m.opts...)
+	cl, err := NewCluster(rest.CopyConfig(cfg), m.ClusterOptions...)
 	if err != nil {
 		return fmt.Errorf("cluster %q: creating cluster: %w", name, err)
 	}
-	return m.clusters.AddOrReplace(in.ctx, name, cl, m.aware)
+	return m.Clusters.AddOrReplace(in.ctx, name, cl, m.aware)
+}
+
+func (in *instance) notify(err error) {
+	if in.report != nil {
+		in.report(err)
+	}
 }
 
 // engaged makes in the only live instance of name, stopping the ones it
 // replaces. It reports false if in was removed or superseded meanwhile.
-func (m *members) engaged(name multicluster.ClusterName, in *instance) bool {
+func (m *Members) engaged(name multicluster.ClusterName, in *instance) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	mb, ok := m.byName[name]
