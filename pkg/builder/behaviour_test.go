@@ -192,6 +192,12 @@ func TestEventsPredicatesAndLiftedHandlers(t *testing.T) {
 	e.engage(1)
 	e.engage(2)
 	mctest.Start(t, e.mgr)
+	// The watches must be running before the objects below come and go: an
+	// object created and deleted before its cluster's first list is never seen.
+	for i := 1; i <= 2; i++ {
+		mctest.CreateConfigMap(t, e.members[i-1], e.ns, "ready", nil)
+		rec.WaitFor(t, 1, member(i), e.ns, "ready")
+	}
 
 	ctx := context.Background()
 	for i := 1; i <= 2; i++ {

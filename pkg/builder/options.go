@@ -50,10 +50,15 @@ func WithPredicates(predicates ...predicate.Predicate) Predicates {
 	return Predicates{predicates: predicates}
 }
 
+// ApplyToFor adds the predicates to a For watch.
 func (p Predicates) ApplyToFor(in *ForInput) { in.predicates = append(in.predicates, p.predicates...) }
+
+// ApplyToOwns adds the predicates to an Owns watch.
 func (p Predicates) ApplyToOwns(in *OwnsInput) {
 	in.predicates = append(in.predicates, p.predicates...)
 }
+
+// ApplyToWatches adds the predicates to a Watches watch.
 func (p Predicates) ApplyToWatches(in *WatchesInput) {
 	in.predicates = append(in.predicates, p.predicates...)
 }
@@ -79,8 +84,13 @@ func (matchEveryOwner) ApplyToOwns(in *OwnsInput) { in.matchEveryOwner = true }
 // EngageOptions choose the clusters a watch covers.
 type EngageOptions struct{ apply func(*engageInput) }
 
-func (o EngageOptions) ApplyToFor(in *ForInput)         { o.apply(&in.engage) }
-func (o EngageOptions) ApplyToOwns(in *OwnsInput)       { o.apply(&in.engage) }
+// ApplyToFor sets the For watch's clusters.
+func (o EngageOptions) ApplyToFor(in *ForInput) { o.apply(&in.engage) }
+
+// ApplyToOwns sets an Owns watch's clusters.
+func (o EngageOptions) ApplyToOwns(in *OwnsInput) { o.apply(&in.engage) }
+
+// ApplyToWatches sets a Watches watch's clusters.
 func (o EngageOptions) ApplyToWatches(in *WatchesInput) { o.apply(&in.engage) }
 
 // WithEngageWithLocalCluster makes the watch cover the host cluster (requests

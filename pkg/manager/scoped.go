@@ -32,6 +32,7 @@ func (s *scopedManager) GetFieldIndexer() client.FieldIndexer { return s.cl.GetF
 func (s *scopedManager) GetRESTMapper() meta.RESTMapper       { return s.cl.GetRESTMapper() }
 func (s *scopedManager) GetAPIReader() client.Reader          { return s.cl.GetAPIReader() }
 func (s *scopedManager) GetEventRecorderFor(name string) record.EventRecorder {
+	//lint:ignore SA1019 manager.Manager still requires the old API; this only delegates it.
 	return s.cl.GetEventRecorderFor(name)
 }
 func (s *scopedManager) GetEventRecorder(name string) recorder.EventRecorder {

@@ -60,6 +60,7 @@ func (c *ChannelSource[object]) ForCluster(name multicluster.ClusterName, cl clu
 	return &channelRegistration[object]{src: c, name: name, handler: c.handler(name, cl)}, nil
 }
 
+// String describes the source, for logs.
 func (c *ChannelSource[object]) String() string {
 	return fmt.Sprintf("channel source: %T", *new(object))
 }

@@ -57,6 +57,7 @@ func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterN
 	}, nil
 }
 
+// String describes the source, for logs.
 func (k *TypedKindSource[object, request]) String() string {
 	return fmt.Sprintf("kind source: %T", k.obj)
 }
