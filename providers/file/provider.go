@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -296,26 +297,40 @@ func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
 // updateWatches watches every configured directory and the directory of every
 // configured file, or their nearest existing ancestor while they do not exist.
 func (p *Provider) updateWatches(log logr.Logger, watcher *fsnotify.Watcher) {
-	want := map[string]bool{}
-	for _, f := range p.opts.KubeconfigFiles {
-		want[nearestDir(filepath.Dir(f))] = true
-	}
-	for _, d := range p.opts.KubeconfigDirs {
-		want[nearestDir(d)] = true
-	}
-	have := map[string]bool{}
-	for _, w := range watcher.WatchList() {
-		have[w] = true
-	}
-	for dir := range want {
-		if have[dir] {
-			continue
+	wanted := func() map[string]bool {
+		want := map[string]bool{}
+		for _, f := range p.opts.KubeconfigFiles {
+			want[nearestDir(filepath.Dir(f))] = true
 		}
-		if err := watcher.Add(dir); err != nil {
-			log.Error(err, "Failed to watch directory; changes in it are seen on the next event", "directory", dir)
+		for _, d := range p.opts.KubeconfigDirs {
+			want[nearestDir(d)] = true
 		}
+		return want
 	}
-	for dir := range have {
+	// A directory created between finding the nearest existing one and
+	// watching it would go unnoticed, and so would every file written into
+	// it: look again after adding the watches, until nothing moved.
+	want := wanted()
+	for range 10 {
+		have := map[string]bool{}
+		for _, w := range watcher.WatchList() {
+			have[w] = true
+		}
+		for dir := range want {
+			if have[dir] {
+				continue
+			}
+			if err := watcher.Add(dir); err != nil {
+				log.Error(err, "Failed to watch directory; changes in it are seen on the next event", "directory", dir)
+			}
+		}
+		again := wanted()
+		if maps.Equal(again, want) {
+			break
+		}
+		want = again
+	}
+	for _, dir := range watcher.WatchList() {
 		if !want[dir] {
 			_ = watcher.Remove(dir)
 		}
