@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -103,7 +104,7 @@ func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error
 	}
 	cfg, err := clientcmd.Load(data)
 	if err != nil {
-		return nil, fmt.Errorf("kubeconfig %q: %w", path, redact(err, data))
+		return nil, fmt.Errorf("kubeconfig %q: %w", path, redact.Error(err, data))
 	}
 	// Relative certificate and key paths are relative to the file.
 	if err := resolvePaths(cfg, path); err != nil {
@@ -119,7 +120,7 @@ func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error
 	for _, ctxName := range contexts {
 		w, err := resolveContext(cfg, path, ctxName)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, redact(err, data)))
+			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, redact.Error(err, data)))
 			continue
 		}
 		out[p.clusterName(path, ctxName)] = w
@@ -171,33 +172,3 @@ func resolveContext(cfg *clientcmdapi.Config, path, ctxName string) (wanted, err
 	sum := sha256.Sum256(serialized)
 	return wanted{path: path, context: ctxName, hash: hex.EncodeToString(sum[:]), config: restCfg}, nil
 }
-
-// redact removes from err's message every word that also appears in data and
-// is long enough to be a secret: parsers quote the offending input, and a
-// kubeconfig holds tokens and keys.
-func redact(err error, data []byte) error {
-	if err == nil {
-		return nil
-	}
-	msg := err.Error()
-	words := strings.FieldsFunc(msg, func(r rune) bool {
-		return r == ' ' || r == '\n' || r == '\t' || r == '"' || r == '\'' || r == '`' || r == ',' || r == ':'
-	})
-	changed := false
-	for _, w := range words {
-		if len(w) >= 8 && strings.Contains(string(data), w) {
-			msg = strings.ReplaceAll(msg, w, "[redacted]")
-			changed = true
-		}
-	}
-	if !changed {
-		return err
-	}
-	return &redactedError{msg: msg}
-}
-
-// redactedError prints the redacted message. It deliberately does not unwrap
-// to the original error, whose message may quote credentials.
-type redactedError struct{ msg string }
-
-func (e *redactedError) Error() string { return e.msg }

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -221,7 +222,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
 	if err != nil {
-		err = fmt.Errorf("cluster %q: Secret %s: malformed kubeconfig under key %q: %w", name, req.NamespacedName, p.opts.KubeconfigSecretKey, redact(err, data))
+		err = fmt.Errorf("cluster %q: Secret %s: malformed kubeconfig under key %q: %w", name, req.NamespacedName, p.opts.KubeconfigSecretKey, redact.Error(err, data))
 		p.warn(secretRef(secret), ReasonInvalidKubeconfig, err)
 		return reconcile.Result{}, err
 	}

@@ -1,11 +1,13 @@
-package kubeconfig
+// Package redact keeps credentials out of error messages about kubeconfigs.
+package redact
 
 import "strings"
 
-// redact removes from err's message every word that also appears in data and
+// Error removes from err's message every word that also appears in data and
 // is long enough to be a secret: parsers quote the offending input, and a
-// kubeconfig holds tokens and keys.
-func redact(err error, data []byte) error {
+// kubeconfig holds tokens and keys. An error that quotes nothing is returned
+// as it is.
+func Error(err error, data []byte) error {
 	if err == nil {
 		return nil
 	}

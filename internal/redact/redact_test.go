@@ -1,4 +1,4 @@
-package file
+package redact
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 
 func TestRedactRemovesQuotedInput(t *testing.T) {
 	data := []byte("users:\n- name: admin\n  user:\n    token: abcdefghijklmnop\n")
-	err := redact(errors.New("line 4: cannot unmarshal !!str `abcdefghijklmnop` into []string"), data)
+	err := Error(errors.New("line 4: cannot unmarshal !!str `abcdefghijklmnop` into []string"), data)
 	if strings.Contains(err.Error(), "abcdefghijklmnop") {
 		t.Fatalf("token not redacted: %v", err)
 	}
@@ -16,7 +16,7 @@ func TestRedactRemovesQuotedInput(t *testing.T) {
 		t.Fatalf("redaction removed the explanation: %v", err)
 	}
 	plain := errors.New("yaml: line 1: did not find expected node content")
-	if got := redact(plain, data); got != plain {
+	if got := Error(plain, data); got != plain {
 		t.Fatalf("an error quoting nothing from the input was changed: %v", got)
 	}
 }
