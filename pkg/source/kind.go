@@ -22,6 +22,11 @@ import (
 // Kind watches objects of obj's type in every cluster it is offered, through
 // that cluster's shared informer. h is called once per cluster to build its
 // handler; predicates filter events before the handler sees them.
+//
+// A controller offers its sources every engaged cluster and the host (under
+// the name ""). Wrap the source with WithEngageOptions to choose; mcbuilder
+// does so for every watch it builds, with defaults that depend on whether the
+// manager has a provider.
 func Kind[object client.Object](obj object, h mchandler.TypedEventHandlerFunc[object, mcreconcile.Request], predicates ...predicate.TypedPredicate[object]) *KindSource[object] {
 	return TypedKind(obj, h, predicates...)
 }
