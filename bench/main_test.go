@@ -34,7 +34,7 @@ func TestMain(m *testing.M) {
 		// the server's admission, not the client, the thing measured.
 		"max-requests-inflight":          "4000",
 		"max-mutating-requests-inflight": "2000",
-	}}, func(f *testfleet.Fleet) { apiServer = f })
+	}}, func(f *testfleet.Fleet) error { apiServer = f; return nil })
 }
 
 func config() *rest.Config {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -35,39 +33,10 @@ import (
 var fleet *testfleet.Fleet
 
 func TestMain(m *testing.M) {
-	f, err := testfleet.Start(3, testfleet.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	fleet = f
-	code := func() int {
-		for i := range f.Len() {
-			c, err := client.New(f.Config(i), client.Options{})
-			if err == nil {
-				err = c.Create(context.Background(), &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "identity"},
-					Data:       map[string]string{"member": strconv.Itoa(i)},
-				})
-			}
-			if err != nil {
-				fmt.Fprintf(os.Stderr, "marking member %d: %v\n", i, err)
-				return 1
-			}
-		}
-		return m.Run()
-	}()
-	if err := f.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	testfleet.RunMainWithOptions(m, 3, testfleet.Options{}, func(f *testfleet.Fleet) error {
+		fleet = f
+		return f.MarkMembers()
+	})
 }
 
 // tracker is an Aware runnable that records what the manager engages.

@@ -3,12 +3,10 @@ package namespace
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -29,25 +27,8 @@ import (
 // Tests stay independent by using namespaces of their own.
 var fleet *testfleet.Fleet
 
-type withFleet struct{ m *testing.M }
-
-func (w withFleet) Run() int {
-	f, err := testfleet.Start(1, testfleet.Options{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	fleet = f
-	code := w.m.Run()
-	if err := f.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	return code
-}
-
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(withFleet{m})
+	testfleet.RunMain(m, 1, func(f *testfleet.Fleet) { fleet = f })
 }
 
 // directClient is an uncached client of the shared API server.
