@@ -3,12 +3,17 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
@@ -65,13 +70,34 @@ func BenchmarkEngage(b *testing.B) {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			ns := seed(b, objectsPerCluster)
 			for i := 0; i < b.N; i++ {
-				engageOnce(b, n, ns)
+				engageOnce(b, n, ns, pkgclusters.NewCluster)
 			}
 		})
 	}
 }
 
-func engageOnce(b *testing.B, n int, ns string) {
+// BenchmarkEngageOwnDiscovery is BenchmarkEngage with 500 clusters that do
+// not share discovery data, as clusters on distinct API servers: with the
+// lazy mapper of NewCluster, and with controller-runtime's own.
+func BenchmarkEngageOwnDiscovery(b *testing.B) {
+	mappers := map[string]func(*rest.Config, *http.Client) (meta.RESTMapper, error){
+		"mapper=lazy":               pkgclusters.NewLazyRESTMapper,
+		"mapper=controller-runtime": apiutil.NewDynamicRESTMapper,
+	}
+	for _, name := range []string{"mapper=lazy", "mapper=controller-runtime"} {
+		b.Run(name, func(b *testing.B) {
+			ns := seed(b, objectsPerCluster)
+			build := func(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
+				return cluster.New(cfg, append(opts, func(o *cluster.Options) { o.MapperProvider = mappers[name] })...)
+			}
+			for i := 0; i < b.N; i++ {
+				engageOnce(b, 500, ns, build)
+			}
+		})
+	}
+}
+
+func engageOnce(b *testing.B, n int, ns string, newCluster func(*rest.Config, ...cluster.Option) (cluster.Cluster, error)) {
 	p := clustersprovider.New()
 	mgr := newManager(b, p)
 	counter := &fleetCounter{first: map[string]time.Time{}}
@@ -83,7 +109,7 @@ func engageOnce(b *testing.B, n int, ns string) {
 	defer stop()
 	ctx := context.Background()
 	// Wait for the provider to run, so that Add engages at once.
-	probe, _ := pkgclusters.NewCluster(config(), inNamespace(ns))
+	probe, _ := newCluster(config(), inNamespace(ns))
 	if err := p.Add(ctx, "probe", probe); err != nil {
 		b.Fatal(err)
 	}
@@ -102,7 +128,7 @@ func engageOnce(b *testing.B, n int, ns string) {
 		go func() {
 			name := fmt.Sprintf("c%04d", i)
 			started[i] = time.Now()
-			cl, err := pkgclusters.NewCluster(config(), inNamespace(ns))
+			cl, err := newCluster(config(), inNamespace(ns))
 			if err == nil {
 				err = p.Add(ctx, name, cl)
 			}
@@ -133,7 +159,7 @@ func engageOnce(b *testing.B, n int, ns string) {
 		name := fmt.Sprintf("join%02d", i)
 		before := counter.total.Load()
 		begin := time.Now()
-		cl, err := pkgclusters.NewCluster(config(), inNamespace(ns))
+		cl, err := newCluster(config(), inNamespace(ns))
 		if err != nil {
 			b.Fatal(err)
 		}

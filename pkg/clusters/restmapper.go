@@ -9,12 +9,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // NewCluster is cluster.New with WithSharedRESTMapper: clusters that reach the
-// same API server share its discovery data. Providers use it to build their
+// same API server share its discovery data, which is loaded lazily, one group
+// version at a time (NewLazyRESTMapper). Providers use it to build their
 // clusters; opts may still override anything, the mapper included.
 func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
 	return cluster.New(cfg, append([]cluster.Option{WithSharedRESTMapper}, opts...)...)
@@ -65,7 +65,7 @@ func (r *mapperRegistry) mapperFor(cfg *rest.Config, httpClient *http.Client) (m
 	r.mu.Lock()
 	e := r.entries[id]
 	if e == nil {
-		m, err := apiutil.NewDynamicRESTMapper(cfg, httpClient)
+		m, err := NewLazyRESTMapper(cfg, httpClient)
 		if err != nil {
 			r.mu.Unlock()
 			return nil, err
@@ -76,7 +76,7 @@ func (r *mapperRegistry) mapperFor(cfg *rest.Config, httpClient *http.Client) (m
 	e.refs++
 	r.mu.Unlock()
 
-	h := &sharedMapper{shared: e.mapper, own: func() (meta.RESTMapper, error) { return apiutil.NewDynamicRESTMapper(cfg, httpClient) }}
+	h := &sharedMapper{shared: e.mapper, own: func() (meta.RESTMapper, error) { return NewLazyRESTMapper(cfg, httpClient) }}
 	runtime.AddCleanup(h, r.release, sharedRef{id: id, entry: e})
 	return h, nil
 }

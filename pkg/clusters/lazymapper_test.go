@@ -1,0 +1,121 @@
+package clusters_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+)
+
+func TestLazyRESTMapper(t *testing.T) {
+	defer clusters.SetMinRefresh(100 * time.Millisecond)()
+	cfg := fleet.Config(1)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := clusters.NewLazyRESTMapper(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	mapping, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1")
+	if err != nil || mapping.Resource.Resource != "configmaps" || mapping.Scope.Name() != meta.RESTScopeNameNamespace {
+		t.Fatalf("ConfigMap: %+v, %v", mapping, err)
+	}
+	// No version: the group's preferred one.
+	mapping, err = m.RESTMapping(appsv1.SchemeGroupVersion.WithKind("Deployment").GroupKind())
+	if err != nil || mapping.Resource != appsv1.SchemeGroupVersion.WithResource("deployments") {
+		t.Fatalf("Deployment: %+v, %v", mapping, err)
+	}
+	mapping, err = m.RESTMapping(schema.GroupKind{Kind: "Namespace"})
+	if err != nil || mapping.Scope.Name() != meta.RESTScopeNameRoot {
+		t.Fatalf("Namespace: %+v, %v", mapping, err)
+	}
+	gvk, err := m.KindFor(schema.GroupVersionResource{Group: "apps", Resource: "deployment"})
+	if err != nil || gvk.Kind != "Deployment" {
+		t.Fatalf("KindFor(deployment) = %v, %v", gvk, err)
+	}
+	if _, err := m.RESTMapping(schema.GroupKind{Group: "nope.example.com", Kind: "Nothing"}); !meta.IsNoMatchError(err) {
+		t.Fatalf("unknown group: %v, want a no-match error", err)
+	}
+	if _, err := m.RESTMapping(schema.GroupKind{Kind: "Nothing"}, "v1"); !meta.IsNoMatchError(err) {
+		t.Fatalf("unknown kind: %v, want a no-match error", err)
+	}
+	// Only what was asked for was fetched.
+	if loaded := clusters.LoadedGroupVersions(m); len(loaded) != 2 {
+		t.Errorf("fetched %v, want v1 and apps/v1 only", loaded)
+	}
+
+	// A CRD installed later is found.
+	installWidgetCRD(t, cfg)
+	mctest.Eventually(t, 0, func() error {
+		mapping, err := m.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"})
+		if err != nil {
+			return err
+		}
+		if mapping.Resource.Resource != "widgets" {
+			return fmt.Errorf("Widget maps to %v", mapping.Resource)
+		}
+		return nil
+	})
+}
+
+// A cluster built with NewCluster reads and writes through the lazy mapper.
+func TestNewClusterUsesTheLazyMapper(t *testing.T) {
+	cl, err := clusters.NewCluster(fleet.Config(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "lazy"}}
+	if err := cl.GetClient().Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := cl.GetAPIReader().Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func installWidgetCRD(t *testing.T, cfg *rest.Config) {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+	if err := c.Create(context.Background(), crd); err != nil {
+		t.Fatal(err)
+	}
+}
