@@ -1,0 +1,91 @@
+package builder_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// Clusters added, replaced and removed concurrently while a controller runs:
+// afterwards the manager's view matches the provider's, every cluster left
+// is reconciled, and once all are gone so are their goroutines.
+func TestChurn(t *testing.T) {
+	e := newEnv(t)
+	rec := e.recorder()
+	must(t, e.builder().For(&corev1.ConfigMap{}).Complete(rec))
+	mctest.Start(t, e.mgr)
+	ctx := context.Background()
+	// Wait for the provider to run, so that the baseline includes it.
+	e.engage(1)
+	mctest.Eventually(t, 0, func() error { _, err := e.mgr.GetCluster(ctx, member(1)); return err })
+	e.provider.Remove(member(1))
+	mctest.Eventually(t, 0, func() error {
+		if _, err := e.mgr.GetCluster(ctx, member(1)); err == nil {
+			return errors.New("still engaged")
+		}
+		return nil
+	})
+	baseline := runtime.NumGoroutine()
+
+	const workers, ops, names = 4, 40, 6
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			rnd := rand.New(rand.NewPCG(uint64(w), 42))
+			for range ops {
+				name := fmt.Sprintf("churn-%d", rnd.IntN(names))
+				if rnd.IntN(3) == 0 {
+					e.provider.Remove(name)
+					continue
+				}
+				cl := mctest.NewCluster(t, memberConfig(1+rnd.IntN(3)))
+				// Errors are part of churn (a replacement can lose to a newer one).
+				_ = e.provider.Clusters.AddOrReplace(t.Context(), name, cl, e.mgr)
+			}
+		})
+	}
+	wg.Wait()
+
+	// The manager agrees with the provider about every name.
+	for i := range names {
+		name := fmt.Sprintf("churn-%d", i)
+		mctest.Eventually(t, 0, func() error {
+			want, perr := e.provider.Get(ctx, name)
+			got, merr := e.mgr.GetCluster(ctx, name)
+			switch {
+			case errors.Is(perr, multicluster.ErrClusterNotFound) && errors.Is(merr, multicluster.ErrClusterNotFound):
+				return nil
+			case perr == nil && merr == nil && got == want:
+				return nil
+			}
+			return fmt.Errorf("%s: provider has %v (%v), manager has %v (%v)", name, want, perr, got, merr)
+		})
+	}
+	// Every cluster left is watched.
+	present := e.provider.ClusterNames()
+	for i := 1; i <= 3; i++ {
+		mctest.CreateConfigMap(t, e.members[i-1], e.ns, "after-churn", nil)
+	}
+	for _, name := range present {
+		rec.WaitFor(t, 1, name, e.ns, "after-churn")
+	}
+
+	for _, name := range present {
+		e.provider.Remove(name)
+	}
+	mctest.Eventually(t, 0, func() error {
+		if n := runtime.NumGoroutine(); n > baseline {
+			return fmt.Errorf("%d goroutines, %d before the churn", n, baseline)
+		}
+		return nil
+	})
+}
