@@ -6,20 +6,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
@@ -33,115 +30,6 @@ func TestMain(m *testing.M) {
 		fleet = f
 		return f.MarkMembers()
 	})
-}
-
-// tracker is a multicluster.Aware that records what the provider engages.
-type tracker struct {
-	mu      sync.Mutex
-	engaged map[multicluster.ClusterName]cluster.Cluster
-	ctxs    map[cluster.Cluster]context.Context // every engagement ever made
-	count   map[multicluster.ClusterName]int    // engagements by name
-}
-
-func newTracker() *tracker {
-	return &tracker{engaged: map[multicluster.ClusterName]cluster.Cluster{}, ctxs: map[cluster.Cluster]context.Context{}, count: map[multicluster.ClusterName]int{}}
-}
-
-func (t *tracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.engaged[name] = cl
-	t.ctxs[cl] = ctx
-	t.count[name]++
-	context.AfterFunc(ctx, func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.engaged[name] == cl {
-			delete(t.engaged, name)
-		}
-	})
-	return nil
-}
-
-func (t *tracker) snapshot() map[multicluster.ClusterName]cluster.Cluster {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[multicluster.ClusterName]cluster.Cluster, len(t.engaged))
-	for k, v := range t.engaged {
-		out[k] = v
-	}
-	return out
-}
-
-// eventually polls cond until it holds or the timeout expires.
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %v", what, err)
-}
-
-// member tells which fleet member cl talks to, from the identity ConfigMap.
-func member(ctx context.Context, cl cluster.Cluster) (int, error) {
-	cm := &corev1.ConfigMap{}
-	if err := cl.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: "default", Name: "identity"}, cm); err != nil {
-		return -1, err
-	}
-	return strconv.Atoi(cm.Data["member"])
-}
-
-// expectFleet waits until exactly the clusters in want are engaged, each
-// talking to the given member.
-func expectFleet(t *testing.T, tr *tracker, want map[multicluster.ClusterName]int) map[multicluster.ClusterName]cluster.Cluster {
-	t.Helper()
-	var got map[multicluster.ClusterName]cluster.Cluster
-	eventually(t, fmt.Sprintf("engaged clusters %v", want), func() error {
-		got = tr.snapshot()
-		if len(got) != len(want) {
-			return fmt.Errorf("engaged %v", keys(got))
-		}
-		for name, m := range want {
-			cl, ok := got[name]
-			if !ok {
-				return fmt.Errorf("%q not engaged; engaged: %v", name, keys(got))
-			}
-			if n, err := member(context.Background(), cl); err != nil || n != m {
-				return fmt.Errorf("%q reaches member %d (err %v), want %d", name, n, err, m)
-			}
-		}
-		return nil
-	})
-	return got
-}
-
-// waitDisengaged waits until the engagement of cl has ended.
-func (t *tracker) waitDisengaged(tb *testing.T, cl cluster.Cluster) {
-	tb.Helper()
-	t.mu.Lock()
-	ctx := t.ctxs[cl]
-	t.mu.Unlock()
-	if ctx == nil {
-		tb.Fatal("cluster was never engaged")
-	}
-	eventually(tb, "the old instance to be disengaged", func() error {
-		if ctx.Err() == nil {
-			return fmt.Errorf("still engaged")
-		}
-		return nil
-	})
-}
-
-// engagements returns how often name was engaged.
-func (t *tracker) engagements(name multicluster.ClusterName) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.count[name]
 }
 
 func keys[V any](m map[multicluster.ClusterName]V) []string {
@@ -173,9 +61,9 @@ func (b *logBuffer) String() string {
 }
 
 // run starts p with a tracker until the test ends.
-func run(t *testing.T, p *file.Provider, log logr.Logger) *tracker {
+func run(t *testing.T, p *file.Provider, log logr.Logger) *mctest.Tracker {
 	t.Helper()
-	tr := newTracker()
+	tr := mctest.NewTracker()
 	ctx, cancel := context.WithCancel(logf.IntoContext(context.Background(), log))
 	done := make(chan error, 1)
 	go func() { done <- p.Start(ctx, tr) }()
@@ -189,8 +77,8 @@ func run(t *testing.T, p *file.Provider, log logr.Logger) *tracker {
 		case <-time.After(30 * time.Second):
 			t.Error("provider did not stop")
 		}
-		eventually(t, "every cluster disengaged", func() error {
-			if got := tr.snapshot(); len(got) > 0 {
+		mctest.Eventually(t, time.Minute, func() error { // every cluster disengaged
+			if got := tr.Snapshot(); len(got) > 0 {
 				return fmt.Errorf("still engaged: %v", keys(got))
 			}
 			return nil

@@ -18,13 +18,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
-	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
 
@@ -37,105 +36,6 @@ func TestMain(m *testing.M) {
 		fleet = f
 		return f.MarkMembers()
 	})
-}
-
-// tracker is an Aware runnable that records what the manager engages.
-type tracker struct {
-	mu      sync.Mutex
-	engaged map[multicluster.ClusterName]cluster.Cluster
-	ctxs    map[cluster.Cluster]context.Context
-}
-
-func newTracker() *tracker {
-	return &tracker{engaged: map[multicluster.ClusterName]cluster.Cluster{}, ctxs: map[cluster.Cluster]context.Context{}}
-}
-
-func (t *tracker) Start(ctx context.Context) error { <-ctx.Done(); return nil }
-
-func (t *tracker) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.engaged[name] = cl
-	t.ctxs[cl] = ctx
-	context.AfterFunc(ctx, func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		if t.engaged[name] == cl {
-			delete(t.engaged, name)
-		}
-	})
-	return nil
-}
-
-func (t *tracker) snapshot() map[multicluster.ClusterName]cluster.Cluster {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := make(map[multicluster.ClusterName]cluster.Cluster, len(t.engaged))
-	for k, v := range t.engaged {
-		out[k] = v
-	}
-	return out
-}
-
-func (t *tracker) waitDisengaged(tb *testing.T, cl cluster.Cluster) {
-	tb.Helper()
-	t.mu.Lock()
-	ctx := t.ctxs[cl]
-	t.mu.Unlock()
-	if ctx == nil {
-		tb.Fatal("cluster was never engaged")
-	}
-	eventually(tb, "the old instance to be disengaged", func() error {
-		if ctx.Err() == nil {
-			return fmt.Errorf("still engaged")
-		}
-		return nil
-	})
-}
-
-func eventually(t *testing.T, what string, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = cond(); err == nil {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s: %v", what, err)
-}
-
-func member(ctx context.Context, cl cluster.Cluster) (int, error) {
-	cm := &corev1.ConfigMap{}
-	if err := cl.GetAPIReader().Get(ctx, client.ObjectKey{Namespace: "default", Name: "identity"}, cm); err != nil {
-		return -1, err
-	}
-	return strconv.Atoi(cm.Data["member"])
-}
-
-// expectFleet waits until exactly the clusters in want are engaged, each
-// reaching the given member.
-func expectFleet(t *testing.T, tr *tracker, want map[multicluster.ClusterName]int) map[multicluster.ClusterName]cluster.Cluster {
-	t.Helper()
-	var got map[multicluster.ClusterName]cluster.Cluster
-	eventually(t, fmt.Sprintf("engaged clusters %v", want), func() error {
-		got = tr.snapshot()
-		if len(got) != len(want) {
-			return fmt.Errorf("engaged %d clusters: %v", len(got), got)
-		}
-		for name, m := range want {
-			cl, ok := got[name]
-			if !ok {
-				return fmt.Errorf("%q not engaged", name)
-			}
-			if n, err := member(context.Background(), cl); err != nil || n != m {
-				return fmt.Errorf("%q reaches member %d (err %v), want %d", name, n, err, m)
-			}
-		}
-		return nil
-	})
-	return got
 }
 
 type logBuffer struct {
@@ -161,7 +61,7 @@ func (b *logBuffer) String() string {
 type env struct {
 	ns      string
 	host    client.Client
-	tracker *tracker
+	tracker *mctest.Tracker
 	logs    *logBuffer
 }
 
@@ -184,7 +84,7 @@ func startAs(t *testing.T, identity func(ns string) *rest.Config) *env {
 	if err := host.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{ns: ns.Name, host: host, tracker: newTracker(), logs: &logBuffer{}}
+	e := &env{ns: ns.Name, host: host, tracker: mctest.NewTracker(), logs: &logBuffer{}}
 
 	cfg := fleet.Config(0)
 	if identity != nil {
@@ -218,7 +118,7 @@ func startAs(t *testing.T, identity func(ns string) *rest.Config) *env {
 		case <-time.After(60 * time.Second):
 			t.Error("manager did not stop")
 		}
-		if got := e.tracker.snapshot(); len(got) > 0 {
+		if got := e.tracker.Snapshot(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)
 		}
 		_ = host.Delete(context.Background(), ns)

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
@@ -29,15 +31,15 @@ func TestSecretsEngageRotateAndDisengage(t *testing.T) {
 	if err := e.host.Create(ctx, unlabelled); err != nil {
 		t.Fatal(err)
 	}
-	first := expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 1, "gamma": 2})
+	first := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 1, "gamma": 2})
 
 	// Rotating beta's kubeconfig to another control plane re-engages it there.
 	beta := e.secret(t, "beta", 2)
 	if err := e.host.Update(ctx, beta); err != nil {
 		t.Fatal(err)
 	}
-	rotated := expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 2, "gamma": 2})
-	e.tracker.waitDisengaged(t, first["beta"])
+	rotated := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 2, "gamma": 2})
+	e.tracker.WaitDisengaged(t, first["beta"])
 	if rotated["alpha"] != first["alpha"] || rotated["gamma"] != first["gamma"] {
 		t.Error("rotating one Secret re-created other clusters")
 	}
@@ -63,7 +65,7 @@ func TestSecretsEngageRotateAndDisengage(t *testing.T) {
 	if err := e.host.Update(ctx, gamma); err != nil {
 		t.Fatal(err)
 	}
-	afterUnlabel := expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 2})
+	afterUnlabel := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 2})
 	if afterUnlabel["alpha"] != first["alpha"] {
 		t.Error("an annotation-only change re-created the cluster")
 	}
@@ -72,7 +74,7 @@ func TestSecretsEngageRotateAndDisengage(t *testing.T) {
 	if err := e.host.Delete(ctx, beta); err != nil {
 		t.Fatal(err)
 	}
-	expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0})
+	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0})
 }
 
 func TestBadSecretsAreReportedAndDoNotAffectOthers(t *testing.T) {
@@ -100,7 +102,7 @@ current-context: x
 			t.Fatal(err)
 		}
 	}
-	expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"good": 1})
+	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1})
 
 	// Each bad Secret gets a Warning Event naming the problem.
 	want := map[string]string{
@@ -109,7 +111,7 @@ current-context: x
 		"unreachable": kubeconfig.ReasonEngageFailed,
 	}
 	var events eventsv1.EventList
-	eventually(t, "a Warning Event on every bad Secret", func() error {
+	mctest.Eventually(t, time.Minute, func() error { // a Warning Event on every bad Secret
 		if err := e.host.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -125,7 +127,7 @@ current-context: x
 	if err := e.host.Create(ctx, e.secret(t, "late", 2)); err != nil {
 		t.Fatal(err)
 	}
-	expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"good": 1, "late": 2})
+	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1, "late": 2})
 
 	// Fixing a bad Secret engages it.
 	fixed := e.secret(t, "malformed", 0)
@@ -136,7 +138,7 @@ current-context: x
 	if err := e.host.Update(ctx, malformed); err != nil {
 		t.Fatal(err)
 	}
-	expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"good": 1, "late": 2, "malformed": 0})
+	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1, "late": 2, "malformed": 0})
 
 	if err := e.host.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 		t.Fatal(err)

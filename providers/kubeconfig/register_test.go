@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
@@ -26,7 +27,7 @@ func TestRegisterEngagesWithAServiceAccountToken(t *testing.T) {
 	if _, err := kubeconfig.Register(ctx, fleet.Config(2), e.host, opts); err != nil {
 		t.Fatal(err)
 	}
-	first := expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
+	first := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
 
 	// The cluster acts as the ServiceAccount: ConfigMaps yes, Secrets no.
 	err := first["registered"].GetAPIReader().List(ctx, &corev1.SecretList{})
@@ -39,8 +40,8 @@ func TestRegisterEngagesWithAServiceAccountToken(t *testing.T) {
 	if _, err := kubeconfig.Register(ctx, fleet.Config(2), e.host, opts); err != nil {
 		t.Fatal(err)
 	}
-	e.tracker.waitDisengaged(t, first["registered"])
-	second := expectFleet(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
+	e.tracker.WaitDisengaged(t, first["registered"])
+	second := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
 	if second["registered"] == first["registered"] {
 		t.Fatal("rotating the token did not re-create the cluster")
 	}

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -49,21 +50,6 @@ func seedNamespace(t *testing.T, i int, ns string) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "cm"}, Data: map[string]string{"member": fmt.Sprint(i), "color": "red"}}
 	if err := c.Create(ctx, cm); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func eventually(t *testing.T, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -139,7 +125,7 @@ func TestPrefixedProvidersOverTwoAPIServers(t *testing.T) {
 	}
 	want := map[string]string{"a#" + ns: "0", "b#" + ns: "1"}
 	for name, member := range want {
-		eventually(t, 30*time.Second, func() error {
+		mctest.Eventually(t, 30*time.Second, func() error {
 			if got, ok := read(name); !ok || got != member {
 				return fmt.Errorf("cluster %q: read member %q, want %q", name, got, member)
 			}
@@ -161,7 +147,7 @@ func TestPrefixedProvidersOverTwoAPIServers(t *testing.T) {
 	if err := p.AddProvider("c", namespaceProvider(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	mctest.Eventually(t, 30*time.Second, func() error {
 		if got, ok := read("c#" + ns); !ok || got != "1" {
 			return fmt.Errorf("late provider's cluster not reconciled (member %q)", got)
 		}
@@ -171,7 +157,7 @@ func TestPrefixedProvidersOverTwoAPIServers(t *testing.T) {
 
 	// Removing a provider disengages its clusters, and only its clusters.
 	p.RemoveProvider("b")
-	eventually(t, 30*time.Second, func() error {
+	mctest.Eventually(t, 30*time.Second, func() error {
 		if _, err := mgr.GetCluster(ctx, "b#"+ns); !errors.Is(err, multicluster.ErrClusterNotFound) {
 			return fmt.Errorf("manager still has b#%s: %v", ns, err)
 		}
@@ -192,7 +178,7 @@ func TestPrefixedProvidersOverTwoAPIServers(t *testing.T) {
 
 func checkIndex(t *testing.T, ctx context.Context, p *Provider, name string) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() error {
+	mctest.Eventually(t, 10*time.Second, func() error {
 		cl, err := p.Get(ctx, name)
 		if err != nil {
 			return err

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -49,7 +50,7 @@ func TestClientVerbs(t *testing.T) {
 	}
 	env := startManager(t, nil, nil)
 	var vc cluster.Cluster
-	eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, verbsNS); return err })
+	mctest.Eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, verbsNS); return err })
 	e := &verbsEnv{ctx: ctx, vc: vc, c: vc.GetClient(), direct: direct}
 
 	t.Run("create get list", e.testCreateGetList)
@@ -101,7 +102,7 @@ func (e *verbsEnv) testCreateGetList(t *testing.T) {
 	e.backing(t, "a")
 	e.backing(t, "c")
 
-	eventually(t, 10*time.Second, func() error {
+	mctest.Eventually(t, 10*time.Second, func() error {
 		cm := &corev1.ConfigMap{}
 		if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: VirtualNamespace, Name: "a"}, cm); err != nil {
 			return err

@@ -157,22 +157,6 @@ func startManager(t testing.TB, cfg *rest.Config, setup func(mgr mcmanager.Manag
 	return &testEnv{p: p, mgr: mgr, rec: rec}
 }
 
-// eventually polls cond until it returns nil or the timeout passes.
-func eventually(t testing.TB, timeout time.Duration, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 func names(prefix string, n int) []string {
 	out := make([]string, n)
 	for i := range out {

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -31,7 +32,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 	env := startManager(t, nil, nil)
 
 	for _, ns := range initial {
-		eventually(t, 30*time.Second, func() error {
+		mctest.Eventually(t, 30*time.Second, func() error {
 			if !env.rec.has(request(ns, "cm")) {
 				return fmt.Errorf("cluster %q: cm not reconciled", ns)
 			}
@@ -49,7 +50,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 
 	// A new namespace engages a new cluster.
 	createNamespaces(t, c, []string{"uniform-late"}, "late")
-	eventually(t, 30*time.Second, func() error {
+	mctest.Eventually(t, 30*time.Second, func() error {
 		if !env.rec.has(request("uniform-late", "late")) {
 			return errors.New("late namespace not reconciled")
 		}
@@ -78,7 +79,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "uniform-late"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	mctest.Eventually(t, 30*time.Second, func() error {
 		if _, err := env.mgr.GetCluster(ctx, "uniform-late"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 			return fmt.Errorf("manager still has the cluster: err=%v", err)
 		}
@@ -88,7 +89,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 		return nil
 	})
 	// Its handlers are gone from the shared informer.
-	eventually(t, 10*time.Second, func() error {
+	mctest.Eventually(t, 10*time.Second, func() error {
 		for k, d := range env.p.dispatcherSnapshot() {
 			if d.handlersFor("uniform-late") != nil {
 				return fmt.Errorf("%s still dispatches to the disengaged namespace", k.gvk)
@@ -96,7 +97,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 		}
 		return nil
 	})
-	eventually(t, 10*time.Second, func() error {
+	mctest.Eventually(t, 10*time.Second, func() error {
 		scoped.mu.Lock()
 		defer scoped.mu.Unlock()
 		if len(scoped.regs) != 0 {
@@ -133,11 +134,11 @@ func TestIndexServesEachVirtualCluster(t *testing.T) {
 	})
 	for _, ns := range nss {
 		var vc interface{ GetClient() client.Client }
-		eventually(t, 30*time.Second, func() (err error) {
+		mctest.Eventually(t, 30*time.Second, func() (err error) {
 			vc, err = env.mgr.GetCluster(ctx, ns)
 			return err
 		})
-		eventually(t, 10*time.Second, func() error {
+		mctest.Eventually(t, 10*time.Second, func() error {
 			list := &corev1.ConfigMapList{}
 			if err := vc.GetClient().List(ctx, list, client.MatchingFields{"data.color": "red"}); err != nil {
 				return err
@@ -172,16 +173,16 @@ func TestEventsLandInBackingNamespace(t *testing.T) {
 	var vc interface {
 		GetClient() client.Client
 	}
-	eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, "events"); return err })
+	mctest.Eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, "events"); return err })
 	cl, _ := env.p.Get(ctx, "events")
 	cm := &corev1.ConfigMap{}
-	eventually(t, 10*time.Second, func() error {
+	mctest.Eventually(t, 10*time.Second, func() error {
 		return vc.GetClient().Get(ctx, client.ObjectKey{Namespace: VirtualNamespace, Name: "subject"}, cm)
 	})
 	//lint:ignore SA1019 the old events API is part of cluster.Cluster and must work.
 	cl.GetEventRecorderFor("ns-test").Event(cm, corev1.EventTypeNormal, "Legacy", "recorded through the virtual cluster")
 	cl.GetEventRecorder("ns-test").Eventf(cm, nil, corev1.EventTypeNormal, "Modern", "Test", "recorded through %s", "events.k8s.io")
-	eventually(t, 30*time.Second, func() error {
+	mctest.Eventually(t, 30*time.Second, func() error {
 		list := &corev1.EventList{}
 		if err := c.List(ctx, list, client.InNamespace("events")); err != nil {
 			return err
@@ -245,7 +246,7 @@ func TestOneInformerPerTypeFor50Namespaces(t *testing.T) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	env := startManager(t, cfg, nil)
 	for _, ns := range nss {
-		eventually(t, 60*time.Second, func() error {
+		mctest.Eventually(t, 60*time.Second, func() error {
 			if !env.rec.has(request(ns, "cm")) {
 				return fmt.Errorf("cluster %q not reconciled", ns)
 			}
@@ -286,7 +287,7 @@ func TestDisengageLeavesNothingBehind(t *testing.T) {
 	if err := c.List(ctx, &corev1.NamespaceList{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, func() error {
+	mctest.Eventually(t, 30*time.Second, func() error {
 		if _, err := env.p.Get(ctx, "default"); err != nil {
 			return err
 		}
@@ -298,7 +299,7 @@ func TestDisengageLeavesNothingBehind(t *testing.T) {
 	cycle := names("cycle", 20)
 	createNamespaces(t, c, cycle, "cm")
 	for _, ns := range cycle {
-		eventually(t, 30*time.Second, func() error {
+		mctest.Eventually(t, 30*time.Second, func() error {
 			if !env.rec.has(request(ns, "cm")) {
 				return fmt.Errorf("cluster %q not reconciled", ns)
 			}
@@ -316,13 +317,13 @@ func TestDisengageLeavesNothingBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	eventually(t, 30*time.Second, func() error {
+	mctest.Eventually(t, 30*time.Second, func() error {
 		if n := len(env.p.ClusterNames()); n != engagedBefore {
 			return fmt.Errorf("%d clusters engaged, want %d", n, engagedBefore)
 		}
 		return nil
 	})
-	eventually(t, 10*time.Second, func() error {
+	mctest.Eventually(t, 10*time.Second, func() error {
 		if g := runtime.NumGoroutine(); g > baseline {
 			return fmt.Errorf("%d goroutines after disengaging, baseline %d", g, baseline)
 		}
@@ -386,7 +387,7 @@ func TestIndexOverTheHostManagersCache(t *testing.T) {
 		}
 	})
 
-	eventually(t, 30*time.Second, func() error {
+	mctest.Eventually(t, 30*time.Second, func() error {
 		list := &corev1.ConfigMapList{}
 		if err := host.GetClient().List(ctx, list, client.MatchingFields{"data.shade": "teal"}); err != nil {
 			return err
@@ -397,7 +398,7 @@ func TestIndexOverTheHostManagersCache(t *testing.T) {
 		return nil
 	})
 	for _, ns := range nss {
-		eventually(t, 30*time.Second, func() error {
+		mctest.Eventually(t, 30*time.Second, func() error {
 			vc, err := mgr.GetCluster(ctx, ns)
 			if err != nil {
 				return err
