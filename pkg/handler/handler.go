@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"sync/atomic"
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,22 +44,34 @@ func LiftFactory[object client.Object](build func(name multicluster.ClusterName,
 type lifted[object client.Object] struct {
 	name  multicluster.ClusterName
 	inner handler.TypedEventHandler[object, reconcile.Request]
+	// tagging is the tagging view of the last queue seen: a handler is fed
+	// by one queue, so events do not allocate a view each.
+	tagging atomic.Pointer[taggingQueue]
+}
+
+func (l *lifted[object]) queue(q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) *taggingQueue {
+	if t := l.tagging.Load(); t != nil && t.q == q {
+		return t
+	}
+	t := clusterQueue(l.name, q)
+	l.tagging.Store(t)
+	return t
 }
 
 func (l *lifted[object]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	l.inner.Create(ctx, evt, clusterQueue(l.name, q))
+	l.inner.Create(ctx, evt, l.queue(q))
 }
 
 func (l *lifted[object]) Update(ctx context.Context, evt event.TypedUpdateEvent[object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	l.inner.Update(ctx, evt, clusterQueue(l.name, q))
+	l.inner.Update(ctx, evt, l.queue(q))
 }
 
 func (l *lifted[object]) Delete(ctx context.Context, evt event.TypedDeleteEvent[object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	l.inner.Delete(ctx, evt, clusterQueue(l.name, q))
+	l.inner.Delete(ctx, evt, l.queue(q))
 }
 
 func (l *lifted[object]) Generic(ctx context.Context, evt event.TypedGenericEvent[object], q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) {
-	l.inner.Generic(ctx, evt, clusterQueue(l.name, q))
+	l.inner.Generic(ctx, evt, l.queue(q))
 }
 
 // EnqueueRequestForObject enqueues the object of every event, in the cluster the

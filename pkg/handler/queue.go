@@ -16,7 +16,7 @@ import (
 // single-cluster handler: what the handler adds is tagged with the cluster.
 // It is a priority queue so that controller-runtime's handlers keep their
 // priorities (initial-list events go behind live ones).
-func clusterQueue(name multicluster.ClusterName, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) priorityqueue.PriorityQueue[reconcile.Request] {
+func clusterQueue(name multicluster.ClusterName, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) *taggingQueue {
 	return &taggingQueue{name: name, q: q}
 }
 

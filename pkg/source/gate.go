@@ -2,6 +2,7 @@ package source
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -22,6 +23,8 @@ import (
 type syncGate[request comparable] struct {
 	workqueue.TypedRateLimitingInterface[request]
 
+	opened atomic.Bool // read without the lock on the hot path
+
 	mu      sync.Mutex
 	open    bool
 	pending []func()
@@ -35,6 +38,10 @@ func newSyncGate[request comparable](q workqueue.TypedRateLimitingInterface[requ
 
 // through runs add now if the gate is open, or keeps it for release.
 func (g *syncGate[request]) through(add func()) {
+	if g.opened.Load() {
+		add()
+		return
+	}
 	g.mu.Lock()
 	if !g.open {
 		g.pending = append(g.pending, add)
@@ -53,6 +60,7 @@ func (g *syncGate[request]) release() {
 		add()
 	}
 	g.pending, g.open = nil, true
+	g.opened.Store(true)
 }
 
 // discard drops what was held; the cluster left before it synced.
