@@ -1,10 +1,13 @@
 package mctest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"runtime"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
@@ -183,4 +186,19 @@ func CreateConfigMap(t testing.TB, c client.Client, namespace, name string, data
 		t.Fatalf("creating configmap %s/%s: %v", namespace, name, err)
 	}
 	return cm
+}
+
+// WaitForGoroutines waits until at most baseline goroutines run, and fails the
+// test with the stacks of every goroutine if they do not fall back in time.
+func WaitForGoroutines(t testing.TB, baseline int, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for runtime.NumGoroutine() > baseline {
+		if time.Now().After(deadline) {
+			var buf bytes.Buffer
+			_ = pprof.Lookup("goroutine").WriteTo(&buf, 1)
+			t.Fatalf("%d goroutines, %d before; running:\n%s", runtime.NumGoroutine(), baseline, buf.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -82,10 +83,5 @@ func TestChurn(t *testing.T) {
 	for _, name := range present {
 		e.provider.Remove(name)
 	}
-	mctest.Eventually(t, 0, func() error {
-		if n := runtime.NumGoroutine(); n > baseline {
-			return fmt.Errorf("%d goroutines, %d before the churn", n, baseline)
-		}
-		return nil
-	})
+	mctest.WaitForGoroutines(t, baseline, 30*time.Second)
 }

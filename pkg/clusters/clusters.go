@@ -31,17 +31,21 @@ type Clusters[T cluster.Cluster] struct {
 	CacheSyncTimeout time.Duration
 
 	mu       sync.RWMutex
-	clusters map[multicluster.ClusterName]*entry[T]
+	clusters map[multicluster.ClusterName]*entry[T]   // the current entry of each name
+	live     map[multicluster.ClusterName][]*entry[T] // every running entry of each name, oldest first
+	seq      uint64
 	indexes  []index
+
+	nameLocks map[multicluster.ClusterName]*nameLock
 }
 
 type entry[T cluster.Cluster] struct {
 	cl     T
 	ctx    context.Context
 	cancel context.CancelFunc
-	// replaces is the entry this one replaces while it starts; cleared once
-	// it has engaged or failed.
-	replaces *entry[T]
+	seq    uint64 // order of insertion: older entries of a name have lower ones
+	// engaged is set once aware accepted the entry; guarded by Clusters.mu.
+	engaged bool
 }
 
 type index struct {
@@ -74,88 +78,89 @@ func (c *Clusters[T]) Add(ctx context.Context, name multicluster.ClusterName, cl
 }
 
 // AddOrReplace is Add, except that a cluster already present under name is
-// replaced: the new one is started and engaged first, then the old one is
-// stopped. If the new one fails, the old one stays. Re-adding the same
-// instance does nothing.
+// replaced: the new one is started and engaged first, then the old one (and
+// any older replacement still starting) is stopped. If the new one fails, the
+// newest older one still running stays, engaged again. When replacements
+// overlap, the newest wins. Re-adding the same instance does nothing.
 func (c *Clusters[T]) AddOrReplace(ctx context.Context, name multicluster.ClusterName, cl T, aware multicluster.Aware) error {
 	c.mu.Lock()
-	old, hadOld := c.clusters[name]
-	if hadOld && any(old.cl) == any(cl) && old.ctx.Err() == nil {
+	if old, ok := c.clusters[name]; ok && any(old.cl) == any(cl) && old.ctx.Err() == nil {
 		c.mu.Unlock()
 		return nil
 	}
 	e, indexes := c.insertLocked(ctx, name, cl)
-	if hadOld {
-		e.replaces = old
-	}
 	c.mu.Unlock()
-
-	if err := c.run(name, e, indexes, aware); err != nil {
-		// Fall back to the newest predecessor still running, unless a newer
-		// replacement took the name meanwhile.
-		c.mu.Lock()
-		if _, taken := c.clusters[name]; !taken {
-			for p := e.replaces; p != nil; p = p.replaces {
-				if p.ctx.Err() == nil {
-					c.clusters[name] = p
-					break
-				}
-			}
-		}
-		e.replaces = nil
-		c.mu.Unlock()
-		return err
-	}
-	// Stop everything this one replaces, including predecessors whose own
-	// replacement is still in flight or failed.
-	c.mu.Lock()
-	var replaced []*entry[T]
-	for p := e.replaces; p != nil; p = p.replaces {
-		replaced = append(replaced, p)
-	}
-	e.replaces = nil
-	c.mu.Unlock()
-	for _, p := range replaced {
-		p.cancel()
-	}
-	return nil
+	return c.run(name, e, indexes, aware)
 }
 
-// insertLocked stores a new entry for cl and returns it with the indexes to
-// apply to it. Indexes registered afterwards reach it through IndexField.
 func (c *Clusters[T]) insertLocked(ctx context.Context, name multicluster.ClusterName, cl T) (*entry[T], []index) {
 	if c.clusters == nil {
 		c.clusters = map[multicluster.ClusterName]*entry[T]{}
+		c.live = map[multicluster.ClusterName][]*entry[T]{}
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	e := &entry[T]{cl: cl, ctx: cctx, cancel: cancel}
+	c.seq++
+	e := &entry[T]{cl: cl, ctx: cctx, cancel: cancel, seq: c.seq}
 	c.clusters[name] = e
-	// Whoever stops the cluster, it leaves the map, unless replaced meanwhile.
+	c.live[name] = append(c.live[name], e)
+	// Whoever stops the cluster, it leaves the maps, unless replaced meanwhile.
 	context.AfterFunc(cctx, func() {
 		c.mu.Lock()
+		defer c.mu.Unlock()
 		if c.clusters[name] == e {
 			delete(c.clusters, name)
 		}
-		c.mu.Unlock()
+		live := slices.DeleteFunc(c.live[name], func(o *entry[T]) bool { return o == e })
+		if len(live) == 0 {
+			delete(c.live, name)
+		} else {
+			c.live[name] = live
+		}
 	})
 	return e, slices.Clone(c.indexes)
 }
 
-// run applies indexes, starts the cluster, waits for its cache and engages it.
-// On failure it stops the cluster (which removes its entry).
-func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []index, aware multicluster.Aware) (err error) {
-	defer func() {
-		if err != nil {
-			// Forget the entry now, not when the cancellation's AfterFunc gets
-			// to run: the caller must not find a cluster that failed.
-			c.mu.Lock()
-			if c.clusters[name] == e {
-				delete(c.clusters, name)
-			}
-			c.mu.Unlock()
-			e.cancel()
+// run starts the cluster of e, waits for its cache, then engages it, and
+// settles what it replaces. Starting runs concurrently for any number of
+// clusters; engaging is serialized per name, and only the current entry of a
+// name engages, so that what aware saw last for a name is always what Get
+// returns.
+func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []index, aware multicluster.Aware) error {
+	if err := c.start(name, e, indexes); err != nil {
+		c.drop(name, e)
+		c.fallBack(name, e, aware)
+		return err
+	}
+
+	unlock := c.lockName(name)
+	defer unlock()
+	c.mu.RLock()
+	current := c.clusters[name] == e
+	c.mu.RUnlock()
+	if !current || e.ctx.Err() != nil {
+		c.drop(name, e)
+		return fmt.Errorf("cluster %q: replaced or removed while starting", name)
+	}
+	if err := aware.Engage(e.ctx, name, e.cl); err != nil {
+		c.drop(name, e)
+		c.fallBackLocked(name, e, aware)
+		if !strings.Contains(err.Error(), strconv.Quote(name)) {
+			err = fmt.Errorf("cluster %q: %w", name, err)
 		}
-	}()
+		return err
+	}
+	c.mu.Lock()
+	e.engaged = true
+	older := c.liveLocked(name, func(o *entry[T]) bool { return o.seq < e.seq })
+	c.mu.Unlock()
+	for _, o := range older {
+		o.cancel()
+	}
+	return nil
+}
+
+// start applies the indexes, starts the cluster and waits for its cache.
+func (c *Clusters[T]) start(name multicluster.ClusterName, e *entry[T], indexes []index) error {
 	for _, idx := range indexes {
 		if err := e.cl.GetFieldIndexer().IndexField(e.ctx, idx.obj, idx.field, idx.extract); err != nil {
 			return fmt.Errorf("cluster %q: indexing %T by %q: %w", name, idx.obj, idx.field, err)
@@ -183,13 +188,90 @@ func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []
 	if err := waitForCache(syncCtx, e.cl.GetCache(), indexes, startErr); err != nil {
 		return fmt.Errorf("cluster %q: %w", name, err)
 	}
-	if err := aware.Engage(e.ctx, name, e.cl); err != nil {
-		if !strings.Contains(err.Error(), strconv.Quote(name)) {
-			err = fmt.Errorf("cluster %q: %w", name, err)
-		}
-		return err
-	}
 	return nil
+}
+
+// drop stops e and forgets it now, not when the cancellation's AfterFunc gets
+// to run: a caller must not find a cluster that failed.
+func (c *Clusters[T]) drop(name multicluster.ClusterName, e *entry[T]) {
+	c.mu.Lock()
+	if c.clusters[name] == e {
+		delete(c.clusters, name)
+	}
+	c.mu.Unlock()
+	e.cancel()
+}
+
+// fallBack is fallBackLocked for a caller that does not hold name's lock.
+func (c *Clusters[T]) fallBack(name multicluster.ClusterName, failed *entry[T], aware multicluster.Aware) {
+	unlock := c.lockName(name)
+	defer unlock()
+	c.fallBackLocked(name, failed, aware)
+}
+
+// fallBackLocked makes the newest entry older than failed current again, if
+// no newer one took the name. An engaged one is engaged again: aware may have
+// replaced it with failed already. The caller holds name's lock.
+func (c *Clusters[T]) fallBackLocked(name multicluster.ClusterName, failed *entry[T], aware multicluster.Aware) {
+	c.mu.Lock()
+	if _, taken := c.clusters[name]; taken {
+		c.mu.Unlock()
+		return
+	}
+	older := c.liveLocked(name, func(o *entry[T]) bool { return o.seq < failed.seq })
+	if len(older) == 0 {
+		c.mu.Unlock()
+		return
+	}
+	o := older[len(older)-1]
+	c.clusters[name] = o
+	engaged := o.engaged
+	c.mu.Unlock()
+	if engaged {
+		if err := aware.Engage(o.ctx, name, o.cl); err != nil {
+			c.drop(name, o) // broken as well: nothing to fall back to
+		}
+	}
+}
+
+// liveLocked returns the running entries of name that keep says to, oldest first.
+func (c *Clusters[T]) liveLocked(name multicluster.ClusterName, keep func(*entry[T]) bool) []*entry[T] {
+	var out []*entry[T]
+	for _, o := range c.live[name] {
+		if o.ctx.Err() == nil && keep(o) {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// lockName serializes engagements of one name; unrelated names never wait.
+func (c *Clusters[T]) lockName(name multicluster.ClusterName) (unlock func()) {
+	c.mu.Lock()
+	if c.nameLocks == nil {
+		c.nameLocks = map[multicluster.ClusterName]*nameLock{}
+	}
+	l := c.nameLocks[name]
+	if l == nil {
+		l = &nameLock{}
+		c.nameLocks[name] = l
+	}
+	l.refs++
+	c.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		c.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(c.nameLocks, name)
+		}
+		c.mu.Unlock()
+	}
+}
+
+type nameLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters; guarded by Clusters.mu
 }
 
 // waitForCache waits until the cache has started and the informers created for
@@ -233,10 +315,11 @@ func errOrStopped(err error) error {
 // unknown name does nothing.
 func (c *Clusters[T]) Remove(name multicluster.ClusterName) {
 	c.mu.Lock()
-	e, ok := c.clusters[name]
 	delete(c.clusters, name)
+	// Replacements in flight go too, and whatever they would have replaced.
+	running := c.liveLocked(name, func(*entry[T]) bool { return true })
 	c.mu.Unlock()
-	if ok {
+	for _, e := range running {
 		e.cancel()
 	}
 }

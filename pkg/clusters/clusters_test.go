@@ -172,9 +172,22 @@ func TestAddOrReplace(t *testing.T) {
 		t.Fatalf("Get after replace = %v, %v", got, err)
 	}
 
-	refuse := multicluster.AwareFunc(func(context.Context, string, cluster.Cluster) error { return errors.New("refused") })
-	if err := c.AddOrReplace(ctx, "x", mctest.NewCluster(t, fleet.Config(0)), refuse); err == nil {
+	// The aware refuses the replacement, after having dropped whatever it had
+	// for the name (as the manager does): the previous cluster is engaged again.
+	bad := mctest.NewCluster(t, fleet.Config(0))
+	var reengaged atomic.Int32
+	refuse := multicluster.AwareFunc(func(_ context.Context, _ string, cl cluster.Cluster) error {
+		if cl == bad {
+			return errors.New("refused")
+		}
+		reengaged.Add(1)
+		return nil
+	})
+	if err := c.AddOrReplace(ctx, "x", bad, refuse); err == nil {
 		t.Fatal("a refused replacement succeeded")
+	}
+	if reengaged.Load() != 1 {
+		t.Errorf("previous cluster engaged again %d times, want once", reengaged.Load())
 	}
 	if got, err := c.Get(ctx, "x"); err != nil || got != newer {
 		t.Fatalf("after a failed replacement Get = %v, %v; want the previous cluster", got, err)
@@ -234,13 +247,23 @@ func TestOverlappingReplacements(t *testing.T) {
 	go func() { bDone <- c.AddOrReplace(ctx, "x", mctest.NewCluster(t, fleet.Config(1)), slow) }()
 	<-entered
 
+	// The newest replacement starts while the older one is still engaging;
+	// engagements of a name are serialized, so it waits for that one.
 	newest := mctest.NewCluster(t, fleet.Config(0))
-	if err := c.AddOrReplace(ctx, "x", newest, &engagements{}); err != nil {
-		t.Fatal(err)
-	}
+	cDone := make(chan error, 1)
+	go func() { cDone <- c.AddOrReplace(ctx, "x", newest, &engagements{}) }()
+	mctest.Eventually(t, 0, func() error {
+		if got, _ := c.Get(ctx, "x"); got != newest {
+			return errors.New("the newest replacement is not current yet")
+		}
+		return nil
+	})
 	close(release)
 	if err := <-bDone; err == nil {
 		t.Fatal("the refused replacement succeeded")
+	}
+	if err := <-cDone; err != nil {
+		t.Fatal(err)
 	}
 	if got, err := c.Get(ctx, "x"); err != nil || got != newest {
 		t.Fatalf("Get = %v, %v; want the newest cluster", got, err)
