@@ -14,6 +14,13 @@ func SetMinRefresh(d time.Duration) (restore func()) {
 	return func() { minRefresh = old }
 }
 
+// SetDiscoveryTimeout shortens the lazy mapper's request timeout, for tests.
+func SetDiscoveryTimeout(d time.Duration) (restore func()) {
+	old := discoveryTimeout
+	discoveryTimeout = d
+	return func() { discoveryTimeout = old }
+}
+
 // LoadedGroupVersions returns what a lazy mapper has fetched, for tests.
 func LoadedGroupVersions(m meta.RESTMapper) []schema.GroupVersion {
 	lm := m.(*lazyMapper)

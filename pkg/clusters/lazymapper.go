@@ -19,6 +19,9 @@ import (
 // kind or resource was not found in it (a CRD that was just installed).
 var minRefresh = 5 * time.Second
 
+// discoveryTimeout bounds one discovery request of the lazy mapper.
+var discoveryTimeout = 30 * time.Second
+
 // NewLazyRESTMapper returns a REST mapper that fetches discovery data one
 // group version at a time, when a mapping in it is first asked for.
 //
@@ -30,7 +33,14 @@ var minRefresh = 5 * time.Second
 // kinds are looked up again, at most every few seconds per group version, so
 // CRDs installed later are found.
 func NewLazyRESTMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, httpClient)
+	// Lookups do not take a context: bound them, so that a server that
+	// accepts connections and never answers cannot hold a caller forever.
+	// The copy shares the transport, and with it the connections.
+	bounded := *httpClient
+	if bounded.Timeout == 0 {
+		bounded.Timeout = discoveryTimeout
+	}
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, &bounded)
 	if err != nil {
 		return nil, err
 	}

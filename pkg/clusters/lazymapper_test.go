@@ -119,3 +119,32 @@ func installWidgetCRD(t *testing.T, cfg *rest.Config) {
 		t.Fatal(err)
 	}
 }
+
+// A server that accepts connections and never answers fails a lookup at the
+// mapper's timeout instead of holding the caller forever.
+func TestLazyRESTMapperBoundsLookups(t *testing.T) {
+	defer clusters.SetDiscoveryTimeout(300 * time.Millisecond)()
+	cfg := fleet.Config(1)
+	cfg.Host = "https://" + mctest.HangingEndpoint(t)
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := clusters.NewLazyRESTMapper(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("a lookup against a silent server succeeded")
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the lookup is still waiting for a server that never answers")
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"testing"
@@ -144,7 +143,7 @@ func TestUnreachableClusterIsIsolated(t *testing.T) {
 	}
 	// An endpoint that accepts connections and never answers: worse than a
 	// refused connection, because nothing fails on its own.
-	hanging := hangingEndpoint(t)
+	hanging := mctest.HangingEndpoint(t)
 	hangingCfg := rest.CopyConfig(deadCfg)
 	hangingCfg.Host = "https://" + hanging
 
@@ -218,40 +217,6 @@ func TestUnreachableClusterIsIsolated(t *testing.T) {
 			t.Errorf("%s: still engaged after failing: %v", name, err)
 		}
 	}
-}
-
-// hangingEndpoint accepts TCP connections and never writes to them, until the
-// test ends.
-func hangingEndpoint(t *testing.T) string {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-		}
-	}()
-	t.Cleanup(func() {
-		_ = l.Close()
-		<-done
-		mu.Lock()
-		for _, c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-	})
-	return l.Addr().String()
 }
 
 func inNamespace(ns string) predicate.Predicate {
