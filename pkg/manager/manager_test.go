@@ -158,11 +158,15 @@ func TestUnreachableClusterIsIsolated(t *testing.T) {
 	}
 	mctest.Start(t, mgr)
 	ctx := context.Background()
-	// Wait until the provider runs, so that Add engages at once.
+	// Wait until the provider and the controller run, so that Add engages at
+	// once and reports what the controller makes of the cluster: a cluster
+	// engaged before its controllers start can only be logged when it fails.
+	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(1)), ns)
+	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(1)), ns, "probe", nil)
 	if err := p.Add(ctx, "probe", mctest.NewCluster(t, fleet.Config(1))); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, 0, func() error { _, err := mgr.GetCluster(ctx, "probe"); return err })
+	rec.WaitFor(t, 1, "probe", ns, "probe")
 	p.Remove("probe")
 
 	type result struct {
@@ -181,7 +185,6 @@ func TestUnreachableClusterIsIsolated(t *testing.T) {
 	}
 	add("dead", deadCfg)
 	add("hanging", hangingCfg)
-	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(1)), ns)
 	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(2)), ns)
 	add("healthy-1", fleet.Config(1))
 	add("healthy-2", fleet.Config(2))
