@@ -125,7 +125,13 @@ func (c *mcController) Engage(ctx context.Context, name multicluster.ClusterName
 	if err != nil || e == nil || srcs == nil {
 		return err
 	}
-	return c.startSources(e, name, srcs)
+	if err := c.startSources(e, name, srcs); err != nil {
+		// Refused: whoever engages the cluster hears of it and decides.
+		c.forget(name, e)
+		e.cancel()
+		return err
+	}
+	return nil
 }
 
 // engage records the engagement and replaces a previous one under the same
@@ -192,20 +198,22 @@ func (c *mcController) MultiClusterWatch(src mcsource.Source) error {
 }
 
 // startSources starts srcs in one cluster, bounded by the controller's
-// CacheSyncTimeout. On failure the engagement is cancelled, which removes
-// whatever was already registered.
+// CacheSyncTimeout. On failure, whatever this attempt registered is removed
+// again; the engagement itself stays, for the caller to end or retry.
 func (c *mcController) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source) error {
 	c.mu.RLock()
 	q := c.queue
 	c.mu.RUnlock()
 
+	// The sources live as long as the engagement, unless this attempt fails.
+	attempt, abandon := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
 	go func() {
 		var errs []error
 		for _, s := range srcs {
 			src, err := s.ForCluster(name, e.cl)
 			if err == nil && src != nil {
-				err = src.Start(e.ctx, q)
+				err = src.Start(attempt, q)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("starting %v: %w", s, err))
@@ -222,15 +230,47 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 	case <-timer.C:
 		err = fmt.Errorf("watches not set up within %s", c.timeout)
 	case <-e.ctx.Done():
+		abandon()
 		return nil // disengaged meanwhile
 	}
 	if err != nil {
-		c.forget(name, e)
-		e.cancel()
+		abandon()
 		return fmt.Errorf("controller %q: cluster %q: %w", c.name, clusterLabel(name), err)
 	}
+	_ = abandon // the attempt's context now ends with the engagement's
 	return nil
 }
+
+// startWithRetry starts srcs in a cluster that was engaged before the
+// controller ran: nobody waits for the outcome, so a failure is logged and the
+// sources are started again with backoff until they run or the cluster
+// disengages. A cluster that was unreachable when the controller started is
+// watched once it is back.
+func (c *mcController) startWithRetry(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source) {
+	log := c.GetLogger().WithValues("cluster", clusterLabel(name))
+	backoff := retryMinBackoff
+	for {
+		err := c.startSources(e, name, srcs)
+		if err == nil || e.ctx.Err() != nil {
+			return
+		}
+		log.Error(err, "Failed to watch cluster, retrying", "retryIn", backoff.String())
+		timer := time.NewTimer(backoff)
+		select {
+		case <-e.ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		backoff = min(2*backoff, retryMaxBackoff)
+	}
+}
+
+// Backoff between attempts to watch a cluster engaged before the controller ran.
+const (
+	retryMinBackoff = time.Second
+	retryMaxBackoff = 2 * time.Minute
+)
 
 // forget removes the engagement e of name, unless it was replaced.
 func (c *mcController) forget(name multicluster.ClusterName, e *engagement) {
@@ -281,13 +321,8 @@ func (s *queueSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 
 	// Start clusters concurrently and without blocking the controller: one
 	// unreachable cluster must not hold back the others or the workers.
-	log := c.GetLogger()
 	for name, e := range pending {
-		go func() {
-			if err := c.startSources(e, name, srcs); err != nil {
-				log.Error(err, "Failed to engage cluster", "cluster", clusterLabel(name))
-			}
-		}()
+		go c.startWithRetry(e, name, srcs)
 	}
 	return nil
 }

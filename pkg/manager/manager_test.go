@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -224,4 +225,52 @@ func TestUnreachableClusterIsIsolated(t *testing.T) {
 
 func inNamespace(ns string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetNamespace() == ns })
+}
+
+// A cluster engaged before the controller starts, and unreachable when it
+// does, is watched once it is back: the controller keeps trying.
+func TestClusterUnreachableAtControllerStartIsWatchedOnceBack(t *testing.T) {
+	ns := "comes-back"
+	member := mctest.NewClient(t, fleet.Config(2))
+	mctest.CreateNamespace(t, member, ns)
+	mctest.CreateConfigMap(t, member, ns, "cm", nil)
+
+	target := fleet.Config(2)
+	u, err := url.Parse(target.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := mctest.NewProxy(t, u.Host)
+	cfg := rest.CopyConfig(target)
+	cfg.Host = "https://" + proxy.Addr()
+
+	mgr := mctest.NewManager(t, fleet.Config(0), nil) // clusters are engaged by hand
+	rec := &mctest.Recorder{Namespace: ns}
+	const bound = time.Second
+	if err := mcbuilder.ControllerManagedBy(mgr).Named("comes-back").
+		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
+		WithOptions(mccontroller.Options{CacheSyncTimeout: bound}).
+		Complete(rec); err != nil {
+		t.Fatal(err)
+	}
+	cl := mctest.NewCluster(t, cfg)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = cl.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	if err := mgr.Engage(ctx, "comes-back", cl); err != nil {
+		t.Fatalf("engaging before the controller runs: %v", err)
+	}
+
+	mctest.Start(t, mgr)
+	// client-go retries a refused request about once a second; three
+	// connections mean the first attempt outlived its bound and failed.
+	mctest.Eventually(t, 0, func() error {
+		if n := proxy.Attempts(); n < 3 {
+			return fmt.Errorf("%d connections to the cluster so far", n)
+		}
+		return nil
+	})
+	proxy.SetUp(true)
+	rec.WaitFor(t, 1, "comes-back", ns, "cm")
 }

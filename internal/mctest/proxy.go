@@ -1,0 +1,77 @@
+package mctest
+
+import (
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+)
+
+// Proxy forwards TCP connections to a target while it is up, and closes them
+// at once while it is down: a server that comes and goes.
+type Proxy struct {
+	target   string
+	listener net.Listener
+	up       atomic.Bool
+	attempts atomic.Int32
+
+	mu    sync.Mutex
+	conns []net.Conn
+	wg    sync.WaitGroup
+}
+
+// NewProxy starts a proxy to target (host:port), down, until the test ends.
+func NewProxy(t testing.TB, target string) *Proxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &Proxy{target: target, listener: l}
+	p.wg.Go(p.accept)
+	t.Cleanup(p.close)
+	return p
+}
+
+// Addr is the proxy's host:port.
+func (p *Proxy) Addr() string { return p.listener.Addr().String() }
+
+// SetUp brings the proxy up or down; connections already forwarded stay.
+func (p *Proxy) SetUp(up bool) { p.up.Store(up) }
+
+// Attempts counts the connections accepted so far.
+func (p *Proxy) Attempts() int { return int(p.attempts.Load()) }
+
+func (p *Proxy) accept() {
+	for {
+		c, err := p.listener.Accept()
+		if err != nil {
+			return
+		}
+		p.attempts.Add(1)
+		if !p.up.Load() {
+			_ = c.Close()
+			continue
+		}
+		backend, err := net.Dial("tcp", p.target)
+		if err != nil {
+			_ = c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns = append(p.conns, c, backend)
+		p.mu.Unlock()
+		p.wg.Go(func() { _, _ = io.Copy(backend, c); _ = backend.Close() })
+		p.wg.Go(func() { _, _ = io.Copy(c, backend); _ = c.Close() })
+	}
+}
+
+func (p *Proxy) close() {
+	_ = p.listener.Close()
+	p.mu.Lock()
+	for _, c := range p.conns {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.wg.Wait()
+}
