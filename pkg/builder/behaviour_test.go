@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -116,16 +117,18 @@ func TestReplacingAClusterSwapsItsWatches(t *testing.T) {
 	must(t, e.builder().For(&corev1.ConfigMap{}).Complete(rec))
 	mctest.Start(t, e.mgr)
 
+	// A custom provider (pkg/clusters) engages and replaces through the manager.
 	const name = "replaced"
+	var custom pkgclusters.Clusters[cluster.Cluster]
 	old := mctest.NewCluster(t, fleet.Config(1))
-	must(t, e.provider.Add(t.Context(), name, old))
+	must(t, custom.Add(t.Context(), name, old, e.mgr))
 	mctest.CreateConfigMap(t, e.members[0], e.ns, "in-old", nil)
 	rec.WaitFor(t, 1, name, e.ns, "in-old")
 
 	// Replace with a cluster on another API server, through the manager's
 	// engagement path (a provider re-engaging under the same name).
 	newer := mctest.NewCluster(t, fleet.Config(2))
-	must(t, e.provider.Clusters.AddOrReplace(t.Context(), name, newer, e.mgr))
+	must(t, custom.AddOrReplace(t.Context(), name, newer, e.mgr))
 	cl, err := e.mgr.GetCluster(context.Background(), name)
 	must(t, err)
 	if cl != newer {

@@ -11,8 +11,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -36,6 +38,8 @@ func TestChurn(t *testing.T) {
 		return nil
 	})
 	baseline := runtime.NumGoroutine()
+	// A custom provider, written as the seeds describe, engaging through the manager.
+	var custom pkgclusters.Clusters[cluster.Cluster]
 
 	const workers, ops, names = 4, 40, 6
 	var wg sync.WaitGroup
@@ -45,12 +49,12 @@ func TestChurn(t *testing.T) {
 			for range ops {
 				name := fmt.Sprintf("churn-%d", rnd.IntN(names))
 				if rnd.IntN(3) == 0 {
-					e.provider.Remove(name)
+					custom.Remove(name)
 					continue
 				}
 				cl := mctest.NewCluster(t, memberConfig(1+rnd.IntN(3)))
 				// Errors are part of churn (a replacement can lose to a newer one).
-				_ = e.provider.Clusters.AddOrReplace(t.Context(), name, cl, e.mgr)
+				_ = custom.AddOrReplace(t.Context(), name, cl, e.mgr)
 			}
 		})
 	}
@@ -60,7 +64,7 @@ func TestChurn(t *testing.T) {
 	for i := range names {
 		name := fmt.Sprintf("churn-%d", i)
 		mctest.Eventually(t, 0, func() error {
-			want, perr := e.provider.Get(ctx, name)
+			want, perr := custom.Get(ctx, name)
 			got, merr := e.mgr.GetCluster(ctx, name)
 			switch {
 			case errors.Is(perr, multicluster.ErrClusterNotFound) && errors.Is(merr, multicluster.ErrClusterNotFound):
@@ -72,7 +76,7 @@ func TestChurn(t *testing.T) {
 		})
 	}
 	// Every cluster left is watched.
-	present := e.provider.ClusterNames()
+	present := custom.ClusterNames()
 	for i := 1; i <= 3; i++ {
 		mctest.CreateConfigMap(t, e.members[i-1], e.ns, "after-churn", nil)
 	}
@@ -81,7 +85,7 @@ func TestChurn(t *testing.T) {
 	}
 
 	for _, name := range present {
-		e.provider.Remove(name)
+		custom.Remove(name)
 	}
 	mctest.WaitForGoroutines(t, baseline, 30*time.Second)
 }

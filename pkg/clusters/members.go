@@ -2,91 +2,93 @@ package clusters
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// Default backoffs between attempts to engage a member.
-const (
-	DefaultMinBackoff = time.Second
-	DefaultMaxBackoff = 2 * time.Minute
-)
-
-// Members turns a provider's desired state, "cluster name runs with this
-// rest.Config", into running, engaged clusters, on top of Clusters: it probes
-// the server, builds the cluster (NewCluster), adds it, and retries with
-// backoff until it is engaged, in one goroutine per cluster being added, so
-// that a slow or broken member never holds back the others. A new
-// configuration for a name replaces the engaged cluster once it is engaged
-// itself; at most two instances of a name are alive: the engaged one and the
-// one replacing it.
+// Members is what a provider whose inventory yields rest.Configs (kubeconfig
+// files, Secrets, Cluster API, ...) needs: it publishes "cluster name runs with
+// this rest.Config" to the fleet engine of the Multi-Cluster Manager, which
+// builds, starts, engages, probes, replaces and tears the clusters down. A
+// provider calls Set when a cluster appears or its content changes, and Remove
+// when it goes; Get, IndexField and ClusterNames answer for its clusters.
 //
-// Providers whose inventory yields kubeconfigs (files, Secrets, Cluster API,
-// ...) call Set and Remove as their inventory changes.
+// Started with an Aware that is not the manager (a test's tracker, say),
+// Members runs an engine of its own for that Aware.
 type Members struct {
-	// Clusters is where the members run. Required.
-	Clusters *Clusters[cluster.Cluster]
 	// ClusterOptions are applied to every cluster built.
 	ClusterOptions []cluster.Option
-	// MinBackoff and MaxBackoff bound the wait between failed attempts.
-	// Default DefaultMinBackoff and DefaultMaxBackoff.
-	MinBackoff, MaxBackoff time.Duration
+	// Refresh, if set, is called with a cluster's name when the cluster rejects
+	// its credentials: the provider re-reads its source and calls Set again if
+	// the content changed.
+	Refresh func(name multicluster.ClusterName)
 
-	mu     sync.Mutex
-	ctx    context.Context // the provider's run
-	aware  multicluster.Aware
-	log    logr.Logger
-	byName map[multicluster.ClusterName]*member
-	wg     sync.WaitGroup
-}
-
-// member is one name's desired configuration and its live instances.
-type member struct {
-	hash    string
-	current *instance   // the configuration wanted now
-	live    []*instance // every instance not yet cancelled, current included
-}
-
-// instance is one attempt at running a configuration.
-type instance struct {
-	report  func(err error) // told of every failed attempt, and of success with nil
-	hash    string
-	ctx     context.Context
-	cancel  context.CancelFunc
-	engaged bool
+	mu      sync.Mutex
+	ctx     context.Context // the provider's run
+	pub     fleet.Publisher
+	log     logr.Logger
+	hashes  map[multicluster.ClusterName]string
+	indexes []index
+	wg      sync.WaitGroup
 }
 
 // Start binds the members to the provider's run: clusters live within ctx and
-// are engaged with aware. Set before Start does nothing.
+// are published to aware if it is a fleet.Publisher (the manager, or a
+// wrapper of it), else to an engine of their own that engages them with aware.
+// When ctx ends, every member is removed. Set before Start does nothing.
 func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.Logger) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.ctx, m.aware, m.log = ctx, aware, log
-	m.byName = map[multicluster.ClusterName]*member{}
-	if m.MinBackoff <= 0 {
-		m.MinBackoff = DefaultMinBackoff
+	m.ctx, m.log = ctx, log
+	m.hashes = map[multicluster.ClusterName]string{}
+	if pub, ok := aware.(fleet.Publisher); ok {
+		m.pub = pub
+	} else {
+		own := fleet.New(fleet.Options{Logger: log})
+		own.Subscribe(aware)
+		m.pub = own
+		m.wg.Go(func() {
+			if err := own.Start(ctx); err != nil {
+				log.Error(err, "Fleet engine stopped")
+			}
+		})
 	}
-	if m.MaxBackoff < m.MinBackoff {
-		m.MaxBackoff = max(DefaultMaxBackoff, m.MinBackoff)
-	}
+	context.AfterFunc(ctx, func() {
+		m.mu.Lock()
+		names := make([]multicluster.ClusterName, 0, len(m.hashes))
+		for name := range m.hashes {
+			names = append(names, name)
+		}
+		m.hashes = map[multicluster.ClusterName]string{}
+		pub := m.pub
+		m.mu.Unlock()
+		for _, name := range names {
+			pub.RemoveMember(name)
+		}
+	})
 }
 
 // Names returns the names of every wanted cluster, engaged or not.
 func (m *Members) Names() []multicluster.ClusterName {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]multicluster.ClusterName, 0, len(m.byName))
-	for name := range m.byName {
+	out := make([]multicluster.ClusterName, 0, len(m.hashes))
+	for name := range m.hashes {
 		out = append(out, name)
 	}
+	slices.Sort(out)
 	return out
 }
 
@@ -94,132 +96,150 @@ func (m *Members) Names() []multicluster.ClusterName {
 func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if mb, ok := m.byName[name]; ok {
-		return mb.hash, true
-	}
-	return "", false
+	h, ok := m.hashes[name]
+	return h, ok
 }
 
 // Set wants name to run with cfg, identified by hash; report, if not nil,
-// hears of every failed attempt and, with nil, of the engagement. An unchanged hash does
-// nothing; otherwise a new cluster is built and engaged in its own goroutine,
-// replacing the running one once it is engaged. An attempt still in flight for
-// an older configuration is abandoned.
+// hears of every failed attempt and, with nil, of the engagement. An unchanged
+// hash does nothing; otherwise a new cluster is built and replaces the running
+// one once it is engaged.
 func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if m.ctx == nil || m.ctx.Err() != nil {
+		m.mu.Unlock()
 		return
 	}
-	mb, ok := m.byName[name]
-	if ok && mb.hash == hash {
+	if old, ok := m.hashes[name]; ok && old == hash {
+		m.mu.Unlock()
 		return
 	}
-	if !ok {
-		mb = &member{}
-		m.byName[name] = mb
+	m.hashes[name] = hash
+	pub := m.pub
+	m.mu.Unlock()
+
+	cfg = rest.CopyConfig(cfg)
+	member := fleet.Member{
+		Name:   name,
+		Hash:   hash,
+		Report: report,
+		Build: func(ctx context.Context) (cluster.Cluster, error) {
+			return m.build(ctx, cfg)
+		},
 	}
-	// A replacement that has not engaged yet is obsolete; an engaged one keeps
-	// serving until the new configuration is engaged.
-	kept := mb.live[:0]
-	for _, in := range mb.live {
-		if in.engaged {
-			kept = append(kept, in)
-		} else {
-			in.cancel()
+	if m.Refresh != nil {
+		member.Refresh = func() { m.Refresh(name) }
+	}
+	pub.SetMember(member)
+}
+
+// SetCluster wants name to run the pre-built cluster cl: the engine starts it
+// unless the application already did, and never rebuilds it.
+func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, report func(error)) {
+	m.mu.Lock()
+	if m.ctx == nil || m.ctx.Err() != nil {
+		m.mu.Unlock()
+		return
+	}
+	hash := fmt.Sprintf("%p", cl)
+	if old, ok := m.hashes[name]; ok && old == hash {
+		m.mu.Unlock()
+		return
+	}
+	m.hashes[name] = hash
+	indexes := slices.Clone(m.indexes)
+	pub := m.pub
+	m.mu.Unlock()
+	for _, idx := range indexes {
+		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
+			m.log.Error(err, "Failed to index cluster", "cluster", name)
 		}
 	}
-	ictx, cancel := context.WithCancel(m.ctx)
-	in := &instance{report: report, hash: hash, ctx: ictx, cancel: cancel}
-	mb.hash, mb.current, mb.live = hash, in, append(kept, in)
-	m.wg.Go(func() { m.run(name, in, cfg) })
+	pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
+}
+
+// build probes the server, builds the cluster and applies every index
+// registered so far, before the engine starts its cache.
+func (m *Members) build(ctx context.Context, cfg *rest.Config) (cluster.Cluster, error) {
+	if err := probe(ctx, cfg); err != nil {
+		return nil, err
+	}
+	cl, err := NewCluster(rest.CopyConfig(cfg), m.ClusterOptions...)
+	if err != nil {
+		return nil, fmt.Errorf("creating cluster: %w", err)
+	}
+	m.mu.Lock()
+	indexes := slices.Clone(m.indexes)
+	m.mu.Unlock()
+	for _, idx := range indexes {
+		if err := cl.GetFieldIndexer().IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
+			return nil, fmt.Errorf("indexing %T by %q: %w", idx.obj, idx.field, err)
+		}
+	}
+	return cl, nil
 }
 
 // Remove disengages name and abandons any attempt in flight. It reports
 // whether name was wanted.
 func (m *Members) Remove(name multicluster.ClusterName) bool {
 	m.mu.Lock()
-	mb, ok := m.byName[name]
-	delete(m.byName, name)
+	_, ok := m.hashes[name]
+	delete(m.hashes, name)
+	pub := m.pub
 	m.mu.Unlock()
-	if !ok {
-		return false
+	if ok {
+		pub.RemoveMember(name)
 	}
-	for _, in := range mb.live {
-		in.cancel()
-	}
-	m.Clusters.Remove(name)
-	return true
+	return ok
 }
 
-// Wait waits for every goroutine started by Set. Cancel the provider's run first.
+// Wait waits for the engine Members runs itself, if any. Cancel the
+// provider's run first.
 func (m *Members) Wait() { m.wg.Wait() }
 
-// run builds and engages one instance, retrying with backoff until it is
-// engaged or abandoned.
-func (m *Members) run(name multicluster.ClusterName, in *instance, cfg *rest.Config) {
-	log := m.log.WithValues("cluster", name)
-	backoff := m.MinBackoff
-	for {
-		err := m.attempt(name, in, cfg)
-		if in.ctx.Err() != nil {
-			return // abandoned: removed, superseded or the provider stopped
-		}
-		if err == nil {
-			if m.engaged(name, in) {
-				log.Info("Engaged cluster")
-				in.notify(nil)
-			}
-			return
-		}
-		log.Error(err, "Failed to engage cluster, retrying", "retryIn", backoff.String())
-		in.notify(err)
-		t := time.NewTimer(backoff)
-		select {
-		case <-in.ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		backoff = min(2*backoff, m.MaxBackoff)
-	}
-}
-
-func (m *Members) attempt(name multicluster.ClusterName, in *instance, cfg *rest.Config) error {
-	if err := probe(in.ctx, cfg); err != nil {
-		return fmt.Errorf("cluster %q: %w", name, err)
-	}
-	cl, err := NewCluster(rest.CopyConfig(cfg), m.ClusterOptions...)
-	if err != nil {
-		return fmt.Errorf("cluster %q: creating cluster: %w", name, err)
-	}
-	return m.Clusters.AddOrReplace(in.ctx, name, cl, m.aware)
-}
-
-func (in *instance) notify(err error) {
-	if in.report != nil {
-		in.report(err)
-	}
-}
-
-// engaged makes in the only live instance of name, stopping the ones it
-// replaces. It reports false if in was removed or superseded meanwhile.
-func (m *Members) engaged(name multicluster.ClusterName, in *instance) bool {
+// Get returns the engaged cluster of name, or an error wrapping
+// multicluster.ErrClusterNotFound.
+func (m *Members) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	mb, ok := m.byName[name]
-	if !ok || mb.current != in {
-		in.cancel() // removed or superseded while engaging
-		return false
-	}
-	in.engaged = true
-	for _, other := range mb.live {
-		if other != in {
-			other.cancel()
+	_, ok := m.hashes[name]
+	pub := m.pub
+	m.mu.Unlock()
+	if ok {
+		if cl, engaged := pub.Lookup(name); engaged {
+			return cl, nil
 		}
 	}
-	mb.live = []*instance{in}
-	return true
+	return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+}
+
+// ClusterNames returns the names of the engaged clusters, sorted.
+func (m *Members) ClusterNames() []multicluster.ClusterName {
+	var out []multicluster.ClusterName
+	for _, name := range m.Names() {
+		if _, err := m.Get(context.Background(), name); err == nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// IndexField registers an index on every engaged cluster and every cluster
+// built later, before its cache starts.
+func (m *Members) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	m.mu.Lock()
+	m.indexes = append(m.indexes, index{obj: obj, field: field, extract: extract})
+	m.mu.Unlock()
+	var errs []error
+	for _, name := range m.ClusterNames() {
+		cl, err := m.Get(ctx, name)
+		if err != nil {
+			continue
+		}
+		if err := cl.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
+			errs = append(errs, fmt.Errorf("cluster %q: indexing %T by %q: %w", name, obj, field, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // probeTimeout bounds the reachability check made before a cluster is built.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -82,23 +82,47 @@ type Manager interface {
 
 // New returns a Multi-Cluster Manager for the host cluster at config. provider
 // may be nil: the manager then runs controllers against the host cluster alone.
-func New(config *rest.Config, provider multicluster.Provider, opts Options) (Manager, error) {
+func New(config *rest.Config, provider multicluster.Provider, opts Options, mcOpts ...Option) (Manager, error) {
 	mgr, err := manager.New(config, opts)
 	if err != nil {
 		return nil, err
 	}
-	return WithMultiCluster(mgr, provider)
+	return WithMultiCluster(mgr, provider, mcOpts...)
 }
 
-// WithMultiCluster wraps an existing controller-runtime manager.
-func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider) (Manager, error) {
+// WithMultiCluster wraps an existing controller-runtime manager. It adds the
+// fleet engine and, if the provider has a discovery loop, the provider to
+// mgr's runnables, and registers the readyz check "clusters" with mgr.
+func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpts ...Option) (Manager, error) {
 	if mgr == nil {
 		return nil, errors.New("mcmanager: nil manager")
+	}
+	var o options
+	for _, opt := range mcOpts {
+		opt(&o)
 	}
 	m := &mcManager{
 		Manager:  mgr,
 		provider: provider,
-		clusters: map[multicluster.ClusterName]*engagement{},
+	}
+	engineOpts := fleet.Options{
+		Logger:           mgr.GetLogger().WithName("fleet"),
+		Health:           o.health,
+		CacheSyncTimeout: o.cacheSyncTimeout,
+	}
+	if o.sharding != nil {
+		adm, err := o.sharding(mgr)
+		if err != nil {
+			return nil, fmt.Errorf("mcmanager: sharding: %w", err)
+		}
+		engineOpts.Admission = adm
+	}
+	m.fleet = fleet.New(engineOpts)
+	if err := mgr.Add(m.fleet); err != nil {
+		return nil, fmt.Errorf("mcmanager: adding the fleet engine: %w", err)
+	}
+	if err := mgr.AddReadyzCheck(ReadyzCheckName, m.fleet.Ready); err != nil {
+		return nil, fmt.Errorf("mcmanager: adding the readyz check %q: %w", ReadyzCheckName, err)
 	}
 	if runnable, ok := provider.(multicluster.ProviderRunnable); ok {
 		if err := mgr.Add(&providerRunnable{provider: runnable, aware: m}); err != nil {
@@ -108,22 +132,32 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider) (Mana
 	return m, nil
 }
 
+// ReadyzCheckName is the name of the readiness check the manager registers: it
+// passes once every cluster known at start-up is engaged and synced, or has
+// been declared disconnected.
+const ReadyzCheckName = "clusters"
+
 type mcManager struct {
 	manager.Manager // the host; its cluster methods are not part of Manager
 	provider        multicluster.Provider
-
-	mu       sync.RWMutex
-	clusters map[multicluster.ClusterName]*engagement
-	awares   []multicluster.Aware
+	fleet           *fleet.Engine
 }
 
-type engagement struct {
-	cl  cluster.Cluster
-	ctx context.Context
+var (
+	_ Manager            = &mcManager{}
+	_ fleet.Publisher    = &mcManager{}
+	_ FleetOwner         = &mcManager{}
+	_ multicluster.Aware = &mcManager{}
+)
+
+// FleetOwner is implemented by the Multi-Cluster Manager: Fleet returns the
+// engine that owns every cluster's lifecycle, for components that need a
+// cluster's state (controllers deciding whether to wait for a joining cluster).
+type FleetOwner interface {
+	Fleet() *fleet.Engine
 }
 
-var _ Manager = &mcManager{}
-
+func (m *mcManager) Fleet() *fleet.Engine                    { return m.fleet }
 func (m *mcManager) GetLocalManager() manager.Manager        { return m.Manager }
 func (m *mcManager) GetProvider() multicluster.Provider      { return m.provider }
 func (m *mcManager) GetFieldIndexer() client.FieldIndexer    { return &fleetIndexer{m: m} }
@@ -142,98 +176,79 @@ func (m *mcManager) AddMetricsServerExtraHandler(path string, h http.Handler) er
 	return m.Manager.AddMetricsServerExtraHandler(path, h)
 }
 
-// Add adds r to the host manager and, if r is multicluster.Aware, engages it
-// with every cluster engaged so far and every cluster engaged later.
+// Add adds r to the host manager and, if r is multicluster.Aware, subscribes
+// it to the fleet: it is engaged with every cluster engaged so far and every
+// cluster engaged later.
 func (m *mcManager) Add(r manager.Runnable) error {
 	if err := m.Manager.Add(r); err != nil {
 		return err
 	}
-	aware, ok := r.(multicluster.Aware)
-	if !ok {
-		return nil
+	if aware, ok := r.(multicluster.Aware); ok {
+		m.fleet.Subscribe(aware)
 	}
-	m.mu.Lock()
-	m.awares = append(m.awares, aware)
-	engaged := make(map[multicluster.ClusterName]*engagement, len(m.clusters))
-	for name, e := range m.clusters {
-		engaged[name] = e
-	}
-	m.mu.Unlock()
-
-	// Replay the fleet concurrently: a slow cluster must not hold back the others.
-	log := m.GetLogger()
-	var wg sync.WaitGroup
-	for name, e := range engaged {
-		wg.Go(func() {
-			if err := aware.Engage(e.ctx, name, e.cl); err != nil {
-				log.Error(err, "Failed to engage cluster with a late-added runnable", "cluster", name)
-			}
-		})
-	}
-	wg.Wait()
 	return nil
 }
 
-// Engage records the cluster and engages it with every Aware runnable. It
-// returns the runnables' errors, wrapped with the cluster name.
+// Engage hands a cluster that its provider runs to the fleet engine, which
+// engages it with every Aware runnable, all or nothing, and probes it.
 func (m *mcManager) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	if err := validName(name, cl); err != nil {
+		return err
+	}
+	return m.fleet.Engage(ctx, name, cl)
+}
+
+func validName(name multicluster.ClusterName, cl cluster.Cluster) error {
 	if name == LocalCluster {
 		return errors.New(`mcmanager: the cluster name "" is reserved for the host cluster`)
 	}
 	if cl == nil {
 		return fmt.Errorf("mcmanager: cluster %q: nil cluster", name)
 	}
-	if ctx.Err() != nil {
-		return fmt.Errorf("mcmanager: cluster %q: engagement context already done: %w", name, ctx.Err())
-	}
-	e := &engagement{cl: cl, ctx: ctx}
-	m.mu.Lock()
-	m.clusters[name] = e
-	awares := append([]multicluster.Aware(nil), m.awares...)
-	m.mu.Unlock()
-	context.AfterFunc(ctx, func() { m.forget(name, e) })
-
-	errs := make([]error, len(awares))
-	if len(awares) == 1 {
-		errs[0] = awares[0].Engage(ctx, name, cl)
-	} else {
-		var wg sync.WaitGroup
-		for i, a := range awares {
-			wg.Go(func() { errs[i] = a.Engage(ctx, name, cl) })
-		}
-		wg.Wait()
-	}
-	err := errors.Join(errs...)
-	if err != nil {
-		// Not engaged after all: forget it now, not when the provider gets to
-		// cancel ctx, so that GetCluster agrees with the error at once.
-		m.forget(name, e)
-	}
-	// Each runnable's error names the cluster already.
-	return err
+	return nil
 }
 
-// forget removes the engagement e of name, unless it was replaced.
-func (m *mcManager) forget(name multicluster.ClusterName, e *engagement) {
-	m.mu.Lock()
-	if m.clusters[name] == e {
-		delete(m.clusters, name)
+// SetMember publishes a desired member to the fleet engine (fleet.Publisher).
+func (m *mcManager) SetMember(member fleet.Member) {
+	if name := member.Name; name == LocalCluster {
+		m.GetLogger().Error(errors.New(`the cluster name "" is reserved for the host cluster`), "Ignoring member")
+		return
 	}
-	m.mu.Unlock()
+	m.fleet.SetMember(member)
+}
+
+// RemoveMember removes a member published with SetMember.
+func (m *mcManager) RemoveMember(name multicluster.ClusterName) { m.fleet.RemoveMember(name) }
+
+// Lookup returns the engaged cluster of name.
+func (m *mcManager) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
+	return m.fleet.Lookup(name)
 }
 
 // GetCluster returns the host cluster for "" and an engaged cluster otherwise.
-func (m *mcManager) GetCluster(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+// A disconnected cluster yields an error matching both
+// multicluster.ErrClusterNotConnected and ErrClusterNotFound. A name the fleet
+// does not know is asked of the provider, for providers that create clusters
+// on demand.
+func (m *mcManager) GetCluster(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
 	if name == LocalCluster {
 		return m.Manager, nil
 	}
-	m.mu.RLock()
-	e, ok := m.clusters[name]
-	m.mu.RUnlock()
-	if !ok {
-		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+	cl, err := m.fleet.Get(name)
+	if err == nil {
+		return cl, nil
 	}
-	return e.cl, nil
+	if _, known := m.fleet.State(name); known || m.provider == nil {
+		return nil, err
+	}
+	cl, perr := m.provider.Get(ctx, name)
+	if perr != nil {
+		if errors.Is(perr, multicluster.ErrClusterNotFound) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cluster %q: asking the provider: %w", name, perr)
+	}
+	return cl, nil
 }
 
 // ClusterFromContext returns the cluster whose name ctx carries.

@@ -3,6 +3,7 @@ package multicluster
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -16,6 +17,27 @@ type ClusterName = string
 // part of the fleet. Reconcilers may return it; the ClusterNotFound wrapper in
 // pkg/reconcile then drops the request instead of retrying it.
 var ErrClusterNotFound = errors.New("cluster not found")
+
+// ErrClusterNotConnected is returned, wrapped, for a cluster that is part of
+// the fleet but does not answer its health probes (disconnected). Errors that
+// wrap it also match ErrClusterNotFound, so that reconcilers which drop work
+// for clusters that left drop it for disconnected ones too; the cluster's
+// initial list re-enqueues everything once it is back.
+var ErrClusterNotConnected = errors.New("cluster not connected")
+
+// NotConnectedError returns the error for a disconnected cluster: it matches
+// both ErrClusterNotConnected and ErrClusterNotFound.
+func NotConnectedError(name ClusterName) error { return &notConnectedError{name: name} }
+
+type notConnectedError struct{ name ClusterName }
+
+func (e *notConnectedError) Error() string {
+	return fmt.Sprintf("cluster %q: %v", e.name, ErrClusterNotConnected)
+}
+
+func (e *notConnectedError) Unwrap() []error {
+	return []error{ErrClusterNotConnected, ErrClusterNotFound}
+}
 
 // Aware is implemented by everything that works per cluster: the manager,
 // controllers, and users' runnables.

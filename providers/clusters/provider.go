@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -19,110 +20,108 @@ var (
 )
 
 // Provider engages the clusters added to it. Clusters added before the
-// manager starts are engaged when it starts.
+// manager starts are engaged when it starts. The fleet engine starts each
+// cluster (unless the application already did), probes it, and disengages and
+// re-engages it with its health.
 type Provider struct {
-	pkgclusters.Clusters[cluster.Cluster]
+	members pkgclusters.Members
 
 	mu      sync.Mutex
-	ctx     context.Context // the provider's run, once started
-	aware   multicluster.Aware
-	pending map[multicluster.ClusterName]pendingCluster
-	lives   map[multicluster.ClusterName]*clusterLife
-}
-
-// clusterLife ends a cluster added after start: its context derives from the
-// provider's and must be cancelled when the cluster goes.
-type clusterLife struct{ cancel context.CancelFunc }
-
-type pendingCluster struct {
-	ctx context.Context
-	cl  cluster.Cluster
+	started bool
+	pending map[multicluster.ClusterName]cluster.Cluster
+	lives   map[multicluster.ClusterName]func() bool // stops the AfterFunc on the caller's ctx
 }
 
 // New returns a provider without clusters.
 func New() *Provider {
-	return &Provider{Clusters: pkgclusters.New[cluster.Cluster](), pending: map[multicluster.ClusterName]pendingCluster{}, lives: map[multicluster.ClusterName]*clusterLife{}}
+	return &Provider{pending: map[multicluster.ClusterName]cluster.Cluster{}, lives: map[multicluster.ClusterName]func() bool{}}
 }
 
 // Start engages the clusters added so far and those added later, until ctx ends.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Lock()
-	if p.ctx != nil {
+	if p.started {
 		p.mu.Unlock()
 		return errors.New("clusters provider: already started")
 	}
-	p.ctx, p.aware = ctx, aware
+	p.started = true
+	p.members.Start(ctx, aware, logf.FromContext(ctx).WithName("clusters-provider"))
 	pending := p.pending
 	p.pending = nil
 	p.mu.Unlock()
 
-	log := logf.FromContext(ctx).WithName("clusters-provider")
-	var wg sync.WaitGroup
-	for name, pc := range pending {
-		wg.Go(func() {
-			if err := p.add(pc.ctx, name, pc.cl); err != nil {
-				log.Error(err, "Failed to engage cluster", "cluster", name)
-			}
-		})
+	for name, cl := range pending {
+		p.members.SetCluster(name, cl, nil)
 	}
-	wg.Wait()
 	<-ctx.Done()
+	p.members.Wait()
 	return nil
 }
 
-// Add starts cl and engages it under name. Before the provider has started,
-// the cluster is kept and engaged on start. The cluster stays until Remove,
-// until ctx ends, or until the provider stops.
+// Add engages cl under name. Before the provider has started, the cluster is
+// kept and engaged on start; after, Add returns once the cluster is engaged,
+// or with the error of its first failed attempt (the cluster is then removed).
+// The cluster stays until Remove, until ctx ends, or until the provider stops.
 func (p *Provider) Add(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if name == "" {
 		return errors.New(`clusters provider: the cluster name "" is reserved for the host cluster`)
 	}
 	p.mu.Lock()
-	if p.ctx == nil {
-		if _, ok := p.pending[name]; ok {
-			p.mu.Unlock()
-			return fmt.Errorf("cluster %q: %w", name, pkgclusters.ErrClusterExists)
-		}
-		p.pending[name] = pendingCluster{ctx: ctx, cl: cl}
+	if _, ok := p.members.Hash(name); ok || p.pending[name] != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("cluster %q: %w", name, pkgclusters.ErrClusterExists)
+	}
+	if stop := p.lives[name]; stop != nil {
+		stop()
+	}
+	p.lives[name] = context.AfterFunc(ctx, func() { p.Remove(name) })
+	if !p.started {
+		p.pending[name] = cl
 		p.mu.Unlock()
 		return nil
 	}
 	p.mu.Unlock()
-	return p.add(ctx, name, cl)
-}
 
-func (p *Provider) add(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	// The cluster lives within the provider's run and the caller's ctx. Its
-	// context is cancelled on Remove, so that it leaves the provider's context.
-	cctx, cancel := context.WithCancel(p.ctx)
-	life := &clusterLife{cancel: cancel}
-	p.mu.Lock()
-	p.lives[name] = life
-	p.mu.Unlock()
-	stop := context.AfterFunc(ctx, cancel)
-	context.AfterFunc(cctx, func() {
-		stop()
-		p.mu.Lock()
-		if p.lives[name] == life {
-			delete(p.lives, name)
+	outcome := make(chan error, 1)
+	p.members.SetCluster(name, cl, func(err error) {
+		select {
+		case outcome <- err:
+		default:
 		}
-		p.mu.Unlock()
 	})
-	if err := p.Clusters.Add(cctx, name, cl, p.aware); err != nil {
-		cancel()
+	select {
+	case err := <-outcome:
+		if err != nil {
+			p.Remove(name)
+		}
 		return err
+	case <-ctx.Done():
+		return fmt.Errorf("cluster %q: %w", name, ctx.Err())
 	}
-	return nil
 }
 
 // Remove disengages and stops the named cluster.
 func (p *Provider) Remove(name multicluster.ClusterName) {
 	p.mu.Lock()
 	delete(p.pending, name)
-	life := p.lives[name]
-	p.mu.Unlock()
-	p.Clusters.Remove(name)
-	if life != nil {
-		life.cancel()
+	if stop := p.lives[name]; stop != nil {
+		stop()
+		delete(p.lives, name)
 	}
+	p.mu.Unlock()
+	p.members.Remove(name)
 }
+
+// Get returns the engaged cluster of name, or an error wrapping
+// multicluster.ErrClusterNotFound.
+func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	return p.members.Get(ctx, name)
+}
+
+// IndexField registers an index on every cluster of the provider, now and later.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return p.members.IndexField(ctx, obj, field, extract)
+}
+
+// ClusterNames returns the names of the engaged clusters, sorted.
+func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.members.ClusterNames() }

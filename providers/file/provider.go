@@ -14,6 +14,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -35,10 +36,6 @@ const (
 	// maxDebounceFactor bounds a burst: its files are read at the latest this
 	// many Debounce periods after its first event.
 	maxDebounceFactor = 10
-	// minRetryBackoff and maxRetryBackoff bound the retries of a cluster that
-	// cannot be engaged (unreachable server, rejected credentials, ...).
-	minRetryBackoff = time.Second
-	maxRetryBackoff = time.Minute
 )
 
 // DefaultKubeconfigGlobs are the file name patterns read in
@@ -83,8 +80,6 @@ type Options struct {
 // configured with, and follows the files as they change. Create it with New;
 // the Multi-Cluster Manager runs it.
 type Provider struct {
-	pkgclusters.Clusters[cluster.Cluster]
-
 	opts    Options
 	absRefs []string // absolute configured files and directories, for event filtering
 	members pkgclusters.Members
@@ -122,7 +117,7 @@ func New(opts Options) (*Provider, error) {
 	opts.KubeconfigFiles = cleanAll(opts.KubeconfigFiles)
 	opts.KubeconfigDirs = cleanAll(opts.KubeconfigDirs)
 
-	p := &Provider{Clusters: pkgclusters.New[cluster.Cluster](), opts: opts, paths: map[multicluster.ClusterName]string{}}
+	p := &Provider{opts: opts, paths: map[multicluster.ClusterName]string{}}
 	for _, path := range append(slices.Clone(opts.KubeconfigFiles), opts.KubeconfigDirs...) {
 		abs, err := filepath.Abs(path)
 		if err != nil {
@@ -130,12 +125,7 @@ func New(opts Options) (*Provider, error) {
 		}
 		p.absRefs = append(p.absRefs, abs)
 	}
-	p.members = pkgclusters.Members{
-		Clusters:       &p.Clusters,
-		ClusterOptions: opts.ClusterOptions,
-		MinBackoff:     minRetryBackoff,
-		MaxBackoff:     maxRetryBackoff,
-	}
+	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
 	return p, nil
 }
 
@@ -372,3 +362,17 @@ func isAncestor(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
+
+// Get returns the engaged cluster of name, or an error wrapping
+// multicluster.ErrClusterNotFound.
+func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	return p.members.Get(ctx, name)
+}
+
+// IndexField registers an index on every cluster of the provider, now and later.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return p.members.IndexField(ctx, obj, field, extract)
+}
+
+// ClusterNames returns the names of the engaged clusters, sorted.
+func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.members.ClusterNames() }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -48,9 +47,6 @@ const (
 	DefaultKubeconfigSecretKey = "kubeconfig"
 	// ControllerName is the name of the controller SetupWithManager registers.
 	ControllerName = "multicluster-kubeconfig-provider"
-
-	minRetryBackoff = time.Second
-	maxRetryBackoff = time.Minute
 )
 
 // Event reasons recorded on Secrets.
@@ -77,8 +73,6 @@ type Options struct {
 // Provider engages one cluster per labelled kubeconfig Secret. Create it with
 // New, pass it to mcmanager.New, and call SetupWithManager.
 type Provider struct {
-	pkgclusters.Clusters[cluster.Cluster]
-
 	opts    Options
 	members pkgclusters.Members
 	started chan struct{} // closed once Start has bound the provider to its run
@@ -101,13 +95,8 @@ func New(opts Options) *Provider {
 	if opts.KubeconfigSecretKey == "" {
 		opts.KubeconfigSecretKey = DefaultKubeconfigSecretKey
 	}
-	p := &Provider{Clusters: pkgclusters.New[cluster.Cluster](), opts: opts, started: make(chan struct{}), log: logr.Discard()}
-	p.members = pkgclusters.Members{
-		Clusters:       &p.Clusters,
-		ClusterOptions: opts.ClusterOptions,
-		MinBackoff:     minRetryBackoff,
-		MaxBackoff:     maxRetryBackoff,
-	}
+	p := &Provider{opts: opts, started: make(chan struct{}), log: logr.Discard()}
+	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
 	return p
 }
 
@@ -256,3 +245,17 @@ func secretRef(s *corev1.Secret) *corev1.Secret {
 		},
 	}
 }
+
+// Get returns the engaged cluster of name, or an error wrapping
+// multicluster.ErrClusterNotFound.
+func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	return p.members.Get(ctx, name)
+}
+
+// IndexField registers an index on every cluster of the provider, now and later.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return p.members.IndexField(ctx, obj, field, extract)
+}
+
+// ClusterNames returns the names of the engaged clusters, sorted.
+func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.members.ClusterNames() }

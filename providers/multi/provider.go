@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -188,7 +189,10 @@ func (m *Provider) startLocked(mem *member) {
 		return
 	}
 	mem.done = make(chan struct{})
-	aware := &prefixedAware{member: mem, sep: m.sep, aware: m.aware}
+	var aware multicluster.Aware = &prefixedAware{member: mem, sep: m.sep, aware: m.aware}
+	if pub, ok := m.aware.(mcfleet.Publisher); ok {
+		aware = &prefixedPublisher{prefixedAware: aware.(*prefixedAware), pub: pub}
+	}
 	log := m.log.WithValues("provider", mem.prefix)
 	go func() {
 		defer close(mem.done)
@@ -256,4 +260,31 @@ func (a *prefixedAware) Engage(ctx context.Context, name multicluster.ClusterNam
 		return err
 	}
 	return nil
+}
+
+// prefixedPublisher publishes an inner provider's members to the fleet engine
+// under prefixed names. The inner provider removes its members when its
+// context ends, which removing it from the multi provider does.
+type prefixedPublisher struct {
+	*prefixedAware
+	pub mcfleet.Publisher
+}
+
+var _ mcfleet.Publisher = &prefixedPublisher{}
+
+func (p *prefixedPublisher) name(inner multicluster.ClusterName) multicluster.ClusterName {
+	return p.member.prefix + p.sep + inner
+}
+
+func (p *prefixedPublisher) SetMember(m mcfleet.Member) {
+	m.Name = p.name(m.Name)
+	p.pub.SetMember(m)
+}
+
+func (p *prefixedPublisher) RemoveMember(name multicluster.ClusterName) {
+	p.pub.RemoveMember(p.name(name))
+}
+
+func (p *prefixedPublisher) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
+	return p.pub.Lookup(p.name(name))
 }

@@ -2,11 +2,13 @@ package single
 
 import (
 	"context"
+	"fmt"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	"github.com/mcruntime/multicluster-runtime/providers/clusters"
 )
 
 var (
@@ -16,21 +18,31 @@ var (
 
 // Provider serves one cluster under one name.
 type Provider struct {
-	pkgclusters.Clusters[cluster.Cluster]
-	name multicluster.ClusterName
-	cl   cluster.Cluster
+	inner *clusters.Provider
+	name  multicluster.ClusterName
+	cl    cluster.Cluster
 }
 
-// New returns a provider of cl under name. The provider starts cl.
+// New returns a provider of cl under name. The fleet engine starts cl when the
+// manager starts, unless the application runs it already (both work).
 func New(name multicluster.ClusterName, cl cluster.Cluster) *Provider {
-	return &Provider{Clusters: pkgclusters.New[cluster.Cluster](), name: name, cl: cl}
+	return &Provider{inner: clusters.New(), name: name, cl: cl}
 }
 
-// Start starts and engages the cluster, then blocks until ctx ends.
+// Start engages the cluster, then blocks until ctx ends.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
-	if err := p.Add(ctx, p.name, p.cl, aware); err != nil {
-		return err
+	if err := p.inner.Add(ctx, p.name, p.cl); err != nil {
+		return fmt.Errorf("single provider: %w", err)
 	}
-	<-ctx.Done()
-	return nil
+	return p.inner.Start(ctx, aware)
+}
+
+// Get returns the cluster if name is its name and it is engaged.
+func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	return p.inner.Get(ctx, name)
+}
+
+// IndexField registers an index on the cluster.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return p.inner.IndexField(ctx, obj, field, extract)
 }

@@ -1,0 +1,109 @@
+// Package metrics holds the library's Prometheus metrics, registered with
+// controller-runtime's registry so that the manager's metrics endpoint serves
+// them beside controller-runtime's own.
+package metrics
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+var (
+	// Clusters counts the fleet's clusters by lifecycle state.
+	Clusters = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "multicluster_clusters",
+		Help: "Clusters of the fleet by lifecycle state (wanted, admitted, starting, engaged, disconnected).",
+	}, []string{"state"})
+
+	// Transitions counts every lifecycle transition.
+	Transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "multicluster_cluster_transitions_total",
+		Help: "Lifecycle transitions of clusters, by the state left and the state entered.",
+	}, []string{"from", "to"})
+
+	// Engagements counts attempts to engage a cluster with every subscriber.
+	Engagements = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "multicluster_cluster_engagements_total",
+		Help: "Attempts to engage a cluster with every controller and runnable, by result (success, failure).",
+	}, []string{"result"})
+
+	// Disengagements counts engagements that ended, by why.
+	Disengagements = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "multicluster_cluster_disengagements_total",
+		Help: "Engagements that ended, by reason (removed, replaced, unhealthy, stopped, provider-stopped, start-failed, not-owned).",
+	}, []string{"reason"})
+
+	// Healthy is 1 for a cluster that answered its last probe, 0 otherwise.
+	Healthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "multicluster_cluster_healthy",
+		Help: "1 if the cluster answered its last health probe, 0 if not (series capped, see the manager's health options).",
+	}, []string{"cluster"})
+
+	// ProbeDuration observes health probes.
+	ProbeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "multicluster_cluster_probe_duration_seconds",
+		Help:    "Duration of cluster health probes.",
+		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	})
+
+	// DroppedRequests counts requests and events dropped by the library.
+	DroppedRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "multicluster_dropped_requests_total",
+		Help: "Requests and events the library dropped, by controller and reason.",
+	}, []string{"controller", "reason"})
+
+	// WatchFailures counts watches that could not be set up or synced in a cluster.
+	WatchFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "multicluster_watch_failures_total",
+		Help: "Watches of a controller that failed to start or sync in a cluster, by controller (retried with backoff).",
+	}, []string{"controller"})
+
+	// Reconciles counts reconciles per cluster when enabled (cardinality-capped).
+	Reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "multicluster_reconcile_total",
+		Help: "Reconciles by controller, cluster and result (success, error, requeue); enabled per controller, series capped.",
+	}, []string{"controller", "cluster", "result"})
+)
+
+func init() {
+	metrics.Registry.MustRegister(Clusters, Transitions, Engagements, Disengagements, Healthy, ProbeDuration,
+		DroppedRequests, WatchFailures, Reconciles)
+}
+
+// SeriesCap admits a bounded number of label values for per-cluster series:
+// beyond the cap, new clusters get no series of their own, so a fleet of
+// thousands cannot blow up the metrics endpoint.
+type SeriesCap struct {
+	Max int
+
+	mu   sync.Mutex
+	have map[string]struct{}
+}
+
+// Admit reports whether key may have a series, admitting it if there is room.
+func (c *SeriesCap) Admit(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.have[key]; ok {
+		return true
+	}
+	if len(c.have) >= c.Max {
+		return false
+	}
+	if c.have == nil {
+		c.have = map[string]struct{}{}
+	}
+	c.have[key] = struct{}{}
+	return true
+}
+
+// Release forgets key, making room for another.
+func (c *SeriesCap) Release(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.have[key]
+	delete(c.have, key)
+	return ok
+}

@@ -1,0 +1,41 @@
+// Package fleet is the engine that owns the lifecycle of every cluster of the
+// fleet. The Multi-Cluster Manager runs one; everything that works per cluster
+// (controllers, sources, users' multicluster.Aware runnables, GetCluster,
+// readiness, metrics, sharding) reads or subscribes to its one record per
+// cluster name.
+//
+// # States
+//
+//	wanted → admitted → starting → engaged ⇄ disconnected → gone
+//
+// A provider publishes a cluster (wanted); this replica admits it when it may
+// run it (always, unless sharding assigns it elsewhere); the engine builds and
+// starts it and waits for its cache (starting); then engages it with every
+// subscriber, all or nothing (engaged). Health probes that fail
+// HealthOptions.FailureThreshold times in a row disconnect it: every
+// subscriber lets go of it, GetCluster answers with an error matching both
+// multicluster.ErrClusterNotConnected and multicluster.ErrClusterNotFound, and
+// it is probed with capped exponential backoff until it answers, then built
+// (or engaged) again, so that its initial list re-enqueues every object. A
+// cluster that cannot be started is disconnected too, and retried. When its
+// provider removes it, it is gone. Every transition is logged with the
+// cluster's name and counted in multicluster_cluster_transitions_total;
+// multicluster_clusters{state} counts the clusters in each state.
+//
+// # Two ways in
+//
+// Built-in providers publish desired members (SetMember: a name, a content
+// hash and how to build the cluster); the engine does the rest, and replaces
+// the cluster when the hash changes. Providers written as the seeds describe
+// start their clusters themselves and call Engage (through the manager): the
+// engine adopts such a cluster, probes it, and disengages and re-engages it
+// with its health; it cannot rebuild what it did not build.
+//
+// # Health
+//
+// One scheduler probes every engaged cluster's /readyz (readable by every
+// authenticated identity, so no RBAC is needed) each HealthOptions.Interval,
+// with at most Options.MaxConcurrentProbes probes in flight: no goroutine per
+// cluster. A 401 or 403 asks the provider for fresh credentials at once
+// (Member.Refresh).
+package fleet

@@ -1,0 +1,387 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// SetMember adds or updates a desired member. Before the engine runs, members
+// wait in StateWanted.
+func (e *Engine) SetMember(m Member) {
+	if (m.Build == nil) == (m.Cluster == nil) {
+		e.log.Error(errors.New("exactly one of Build and Cluster must be set"), "Ignoring member", "cluster", m.Name)
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rec := e.recordLocked(m.Name)
+	if rec.member == nil && rec.cur != nil {
+		e.log.Error(errors.New("the name is engaged by a provider through Engage; a name has one source"), "Ignoring member", "cluster", m.Name)
+		return
+	}
+	if rec.member != nil && rec.member.Hash == m.Hash {
+		rec.member.Report, rec.member.Refresh = m.Report, m.Refresh
+		return
+	}
+	rec.member = &m
+	if rec.state == "" {
+		e.transitionLocked(rec, StateWanted, "published by its provider")
+	}
+	e.admitLocked(rec)
+}
+
+// RemoveMember removes a member: it is disengaged and torn down.
+func (e *Engine) RemoveMember(name multicluster.ClusterName) {
+	e.mu.Lock()
+	rec, ok := e.records[name]
+	if !ok || rec.member == nil {
+		e.mu.Unlock()
+		return
+	}
+	stop := []*instance{rec.cur, rec.next}
+	rec.cur, rec.next = nil, nil
+	release := rec.releaseFence
+	rec.fence, rec.releaseFence = nil, nil
+	e.forgetLocked(rec, "removed by its provider")
+	e.mu.Unlock()
+	e.teardownAndRelease(name, stop, "removed", release)
+}
+
+// teardownAndRelease tears instances down and, once the clusters have
+// stopped, releases the fence: no two replicas ever run one cluster.
+func (e *Engine) teardownAndRelease(name multicluster.ClusterName, stop []*instance, why string, release func()) {
+	for _, in := range stop {
+		if in != nil {
+			e.teardown(name, in, why)
+		}
+	}
+	if release == nil {
+		return
+	}
+	e.wg.Go(func() {
+		for _, in := range stop {
+			if in != nil && in.stopped != nil {
+				<-in.stopped
+			}
+		}
+		release()
+	})
+}
+
+// admitLocked starts an attempt for rec's member if this replica may run it.
+func (e *Engine) admitLocked(rec *record) {
+	if e.ctx == nil || e.ctx.Err() != nil || rec.member == nil {
+		return
+	}
+	adm := e.opts.Admission
+	if adm != nil && rec.fence == nil {
+		if !adm.Owns(rec.name) || rec.acquiring {
+			return
+		}
+		rec.acquiring = true
+		gen := rec.gen
+		e.wg.Go(func() { e.acquire(rec, gen) })
+		return
+	}
+	if rec.state == StateWanted {
+		e.transitionLocked(rec, StateAdmitted, "this replica runs it")
+	}
+	e.attemptLocked(rec)
+}
+
+// acquire waits for the cluster's fence, then admits it.
+func (e *Engine) acquire(rec *record, gen uint64) {
+	fence, release, err := e.opts.Admission.Acquire(e.ctx, rec.name)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rec.acquiring = false
+	if err != nil {
+		if e.ctx.Err() == nil {
+			e.log.Error(err, "Failed to acquire the cluster's fence", "cluster", rec.name)
+		}
+		return
+	}
+	if e.records[rec.name] != rec || !e.opts.Admission.Owns(rec.name) {
+		e.wg.Go(release)
+		return
+	}
+	rec.fence, rec.releaseFence = fence, release
+	_ = gen
+	context.AfterFunc(fence, func() { e.fenceLost(rec, fence) })
+	e.admitLocked(rec)
+}
+
+// fenceLost stops a cluster whose fence ended (lost, or released).
+func (e *Engine) fenceLost(rec *record, fence context.Context) {
+	e.mu.Lock()
+	if rec.fence != fence {
+		e.mu.Unlock()
+		return
+	}
+	e.unadmitLocked(rec, "not-owned")
+	e.mu.Unlock()
+}
+
+// unadmitLocked takes rec back to StateWanted; its instances are torn down,
+// then its fence released.
+func (e *Engine) unadmitLocked(rec *record, why string) []*instance {
+	var stop []*instance
+	for _, in := range []*instance{rec.cur, rec.next} {
+		if in != nil {
+			stop = append(stop, in)
+		}
+	}
+	rec.cur, rec.next = nil, nil
+	rec.gen++
+	if rec.retry != nil {
+		rec.retry.Stop()
+	}
+	release := rec.releaseFence
+	rec.fence, rec.releaseFence = nil, nil
+	e.transitionLocked(rec, StateWanted, why)
+	name := rec.name
+	e.wg.Go(func() { e.teardownAndRelease(name, stop, why, release) })
+	return nil
+}
+
+// attemptLocked starts building and starting rec's member, abandoning any
+// attempt in flight.
+func (e *Engine) attemptLocked(rec *record) {
+	rec.gen++
+	gen := rec.gen
+	if rec.retry != nil {
+		rec.retry.Stop()
+		rec.retry = nil
+	}
+	if old := rec.next; old != nil {
+		rec.next = nil
+		e.wg.Go(func() { e.teardown(rec.name, old, "replaced") })
+	}
+	if rec.cur == nil && rec.state != StateDisconnected {
+		e.transitionLocked(rec, StateStarting, "starting")
+	}
+	m := *rec.member
+	parent := e.ctx
+	if rec.fence != nil {
+		parent = rec.fence
+	}
+	e.wg.Go(func() { e.attempt(rec, gen, m, parent) })
+}
+
+// attempt builds, starts and syncs one instance of a member, then engages it.
+func (e *Engine) attempt(rec *record, gen uint64, m Member, parent context.Context) {
+	in, err := e.start(rec, m, parent)
+	if err == nil {
+		e.mu.Lock()
+		if rec.gen != gen {
+			e.mu.Unlock()
+			e.teardown(rec.name, in, "replaced")
+			return
+		}
+		rec.next = in
+		e.mu.Unlock()
+		err = e.engage(rec, gen, in)
+		if err != nil {
+			e.teardown(rec.name, in, "engagement refused")
+		}
+	}
+	if err == nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rec.gen != gen || e.records[rec.name] != rec {
+		return // superseded: the error belongs to an attempt nobody waits for
+	}
+	if rec.next == in {
+		rec.next = nil
+	}
+	if rec.backoff == 0 {
+		rec.backoff = e.opts.MinBackoff
+	} else {
+		rec.backoff = min(2*rec.backoff, e.opts.MaxBackoff)
+	}
+	if rec.cur == nil {
+		e.transitionLocked(rec, StateDisconnected, "could not be started: "+err.Error())
+	}
+	e.log.Error(err, "Failed to start cluster, retrying", "cluster", rec.name, "retryIn", rec.backoff.String())
+	if report := m.Report; report != nil {
+		e.wg.Go(func() { report(err) })
+	}
+	rec.retry = time.AfterFunc(rec.backoff, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if rec.gen == gen && e.records[rec.name] == rec && e.ctx.Err() == nil {
+			e.attemptLocked(rec)
+		}
+	})
+}
+
+// start builds (or takes) the member's cluster, starts it and waits for its
+// cache, bounded by CacheSyncTimeout.
+func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance, error) {
+	run, stopRun := context.WithCancel(parent)
+	in := &instance{hash: m.Hash, run: run, stopRun: stopRun, owner: run, stopped: make(chan struct{})}
+	if m.Build != nil {
+		cl, err := m.Build(run)
+		if err != nil {
+			stopRun()
+			return nil, fmt.Errorf("cluster %q: building: %w", rec.name, err)
+		}
+		in.cl, in.built = cl, true
+	} else {
+		in.cl = m.Cluster
+	}
+
+	exited := make(chan error, 1)
+	e.wg.Go(func() {
+		// The one goroutine per cluster: Start blocks while the cluster runs.
+		err := in.cl.Start(run)
+		defer close(in.stopped)
+		if in.built {
+			// Its informers have stopped: let go of their idle connections, so
+			// that a removed cluster leaves no connection goroutines behind.
+			if hc := in.cl.GetHTTPClient(); hc != nil {
+				hc.CloseIdleConnections()
+			}
+		}
+		exited <- err
+		if err != nil && alreadyStarted(err) {
+			return
+		}
+		if run.Err() == nil {
+			e.exited(rec, in, err)
+		}
+	})
+
+	syncCtx, cancel := context.WithTimeout(run, e.opts.CacheSyncTimeout)
+	defer cancel()
+	synced := make(chan bool, 1)
+	go func() { synced <- in.cl.GetCache().WaitForCacheSync(syncCtx) }()
+	for {
+		select {
+		case ok := <-synced:
+			if ok {
+				return in, nil
+			}
+			stopRun()
+			if parent.Err() != nil {
+				return nil, fmt.Errorf("cluster %q: stopped while its cache was syncing", rec.name)
+			}
+			return nil, fmt.Errorf("cluster %q: cache did not sync within %s", rec.name, e.opts.CacheSyncTimeout)
+		case err := <-exited:
+			if err != nil && alreadyStarted(err) {
+				// The application runs this cluster itself (upstream's examples
+				// start the cluster they hand to a provider): use it as it is.
+				in.built = false
+				exited = nil
+				continue
+			}
+			stopRun()
+			cancel()
+			<-synced
+			return nil, fmt.Errorf("cluster %q: stopped before its cache synced: %w", rec.name, errOrStopped(err))
+		}
+	}
+}
+
+func alreadyStarted(err error) bool {
+	return strings.Contains(err.Error(), "already started")
+}
+
+func errOrStopped(err error) error {
+	if err == nil {
+		return errors.New("cluster.Start returned")
+	}
+	return err
+}
+
+// exited handles a cluster whose Start returned while it should run: it is
+// dead, so it is disconnected and, if the engine built it, built again.
+func (e *Engine) exited(rec *record, in *instance, err error) {
+	err = errOrStopped(err)
+	e.mu.Lock()
+	if rec.cur != in || e.records[rec.name] != rec {
+		e.mu.Unlock()
+		return
+	}
+	e.log.Error(err, "Cluster stopped running", "cluster", rec.name)
+	e.disconnectLocked(rec, "start-failed: "+err.Error())
+	e.mu.Unlock()
+}
+
+// Start runs the engine: members published so far start now, probes run
+// until ctx ends; then every cluster is torn down and Start returns once all
+// of them have stopped.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	if e.ctx != nil {
+		e.mu.Unlock()
+		return errors.New("fleet engine: already started")
+	}
+	e.ctx = ctx
+	for _, rec := range e.records {
+		e.admitLocked(rec)
+	}
+	e.mu.Unlock()
+
+	var admissionChanged <-chan struct{}
+	if e.opts.Admission != nil {
+		admissionChanged = e.opts.Admission.Changed()
+	}
+	e.runProbes(ctx, func() {
+		// Between probe rounds: re-evaluate ownership when it changed.
+		select {
+		case <-admissionChanged:
+			admissionChanged = e.opts.Admission.Changed()
+			e.reassign()
+		default:
+		}
+	})
+
+	e.mu.Lock()
+	var stop []*instance
+	for _, rec := range e.records {
+		for _, in := range []*instance{rec.cur, rec.next} {
+			if in != nil && in.built || in != nil && in.run != nil {
+				stop = append(stop, in)
+			}
+		}
+		if rec.retry != nil {
+			rec.retry.Stop()
+		}
+	}
+	e.mu.Unlock()
+	for _, in := range stop {
+		e.teardown("", in, "stopped")
+	}
+	e.wg.Wait()
+	return nil
+}
+
+// reassign admits the members this replica owns now and lets go of the
+// others.
+func (e *Engine) reassign() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, rec := range e.records {
+		if rec.member == nil {
+			continue
+		}
+		owns := e.opts.Admission.Owns(rec.name)
+		switch {
+		case owns && rec.state == StateWanted:
+			e.admitLocked(rec)
+		case !owns && rec.fence != nil:
+			e.unadmitLocked(rec, "not-owned")
+		}
+	}
+}
+
+// NeedLeaderElection is false: every replica runs its share of the fleet.
+func (e *Engine) NeedLeaderElection() bool { return false }

@@ -1,0 +1,175 @@
+package fleet
+
+import (
+	"context"
+	"time"
+
+	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// State is where a cluster is in its lifecycle.
+type State string
+
+// The lifecycle: wanted → admitted → starting → engaged ⇄ disconnected → gone.
+const (
+	// StateWanted: a provider wants the cluster; this replica may not run it
+	// (yet): sharding assigns it elsewhere, or the engine has not started.
+	StateWanted State = "wanted"
+	// StateAdmitted: this replica runs the cluster; an attempt to start it is
+	// scheduled.
+	StateAdmitted State = "admitted"
+	// StateStarting: the cluster is being built, started and synced.
+	StateStarting State = "starting"
+	// StateEngaged: every controller and runnable works with the cluster.
+	StateEngaged State = "engaged"
+	// StateDisconnected: the cluster failed its health probes, or could not be
+	// started; nothing works with it and it is retried with backoff.
+	StateDisconnected State = "disconnected"
+	// StateGone: the provider removed the cluster. Gone clusters are forgotten
+	// at once; the state exists for logs and metrics.
+	StateGone State = "gone"
+)
+
+var allStates = []State{StateWanted, StateAdmitted, StateStarting, StateEngaged, StateDisconnected}
+
+// Member is a cluster a provider wants in the fleet, and how to get it. The
+// engine builds, starts, syncs, engages, probes and tears it down; a new Hash
+// for the same Name replaces the running cluster once the new one is engaged.
+type Member struct {
+	// Name of the cluster. Required.
+	Name multicluster.ClusterName
+	// Hash identifies the content Build builds from (a kubeconfig's hash, say).
+	// Publishing the same name and Hash again changes nothing.
+	Hash string
+	// Build returns a new, unstarted cluster. The engine applies nothing to it
+	// and starts it itself. Exactly one of Build and Cluster is set.
+	Build func(ctx context.Context) (cluster.Cluster, error)
+	// Cluster is a pre-built cluster, for providers handed one by the
+	// application. The engine starts it unless the application already did,
+	// and never rebuilds it: after an outage, it is engaged again.
+	Cluster cluster.Cluster
+	// Report, if set, hears of each failed attempt to start or engage the
+	// cluster, and of its engagement (with nil): providers turn it into Events.
+	Report func(err error)
+	// Refresh, if set, is called when the cluster rejects its credentials (401
+	// or 403 from a probe): the provider re-reads its source and publishes the
+	// member again if its content changed.
+	Refresh func()
+}
+
+// Publisher takes the desired members of the fleet. The Multi-Cluster Manager
+// implements it; providers reach it through the multicluster.Aware they are
+// started with (pkg/clusters.Members does so), and wrappers that rename
+// clusters (the multi provider) forward it.
+type Publisher interface {
+	// SetMember adds or updates a desired member.
+	SetMember(m Member)
+	// RemoveMember removes a member: it is disengaged and torn down.
+	RemoveMember(name multicluster.ClusterName)
+	// Lookup returns the engaged cluster of name.
+	Lookup(name multicluster.ClusterName) (cluster.Cluster, bool)
+}
+
+// Admission decides which clusters this replica runs (sharding). The engine
+// asks Owns before it starts a cluster, holds the fence from Acquire while the
+// cluster runs, and stops the cluster before it releases the fence.
+type Admission interface {
+	// Owns reports whether this replica should run the cluster now.
+	Owns(name string) bool
+	// Changed is closed whenever the answers of Owns may have changed.
+	Changed() <-chan struct{}
+	// Acquire blocks until this replica holds the cluster's fence. The returned
+	// context ends if the fence is lost; release gives it up.
+	Acquire(ctx context.Context, name string) (fenced context.Context, release func(), err error)
+}
+
+// HealthOptions configure the health probes of engaged clusters. The zero
+// value probes with the defaults below.
+type HealthOptions struct {
+	// Interval between probes of a healthy cluster. Default 10s.
+	Interval time.Duration
+	// Timeout of one probe. Default 5s.
+	Timeout time.Duration
+	// FailureThreshold is the number of consecutive failed probes after which a
+	// cluster is disconnected. Default 5.
+	FailureThreshold int
+	// Disabled turns probing off: clusters are never disconnected for health.
+	Disabled bool
+}
+
+// Defaults of HealthOptions, as Cluster API's ClusterCache.
+const (
+	DefaultProbeInterval         = 10 * time.Second
+	DefaultProbeTimeout          = 5 * time.Second
+	DefaultProbeFailureThreshold = 5
+)
+
+func (h HealthOptions) withDefaults() HealthOptions {
+	if h.Interval <= 0 {
+		h.Interval = DefaultProbeInterval
+	}
+	if h.Timeout <= 0 {
+		h.Timeout = DefaultProbeTimeout
+	}
+	if h.FailureThreshold <= 0 {
+		h.FailureThreshold = DefaultProbeFailureThreshold
+	}
+	return h
+}
+
+// Options configure an Engine. The zero value uses the defaults below.
+type Options struct {
+	// Logger logs every transition, with the cluster under the key "cluster".
+	Logger logr.Logger
+	// Health configures the probes.
+	Health HealthOptions
+	// CacheSyncTimeout bounds the start of a built cluster, until its cache
+	// has synced. Default 2 minutes.
+	CacheSyncTimeout time.Duration
+	// MinBackoff and MaxBackoff bound the wait between attempts to start a
+	// cluster that failed, and between probes of a disconnected cluster.
+	// Default 1s and 30s.
+	MinBackoff, MaxBackoff time.Duration
+	// MaxConcurrentProbes bounds the probes in flight. Default 32.
+	MaxConcurrentProbes int
+	// MaxHealthSeries caps the clusters with a series of their own in
+	// multicluster_cluster_healthy. Default 1000.
+	MaxHealthSeries int
+	// Admission, if set, decides which clusters this replica runs.
+	Admission Admission
+}
+
+// Defaults of Options.
+const (
+	DefaultCacheSyncTimeout    = 2 * time.Minute
+	DefaultMinBackoff          = time.Second
+	DefaultMaxBackoff          = 30 * time.Second
+	DefaultMaxConcurrentProbes = 32
+	DefaultMaxHealthSeries     = 1000
+)
+
+func (o Options) withDefaults() Options {
+	o.Health = o.Health.withDefaults()
+	if o.Logger.GetSink() == nil {
+		o.Logger = logr.Discard()
+	}
+	if o.CacheSyncTimeout <= 0 {
+		o.CacheSyncTimeout = DefaultCacheSyncTimeout
+	}
+	if o.MinBackoff <= 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
+	}
+	if o.MaxConcurrentProbes <= 0 {
+		o.MaxConcurrentProbes = DefaultMaxConcurrentProbes
+	}
+	if o.MaxHealthSeries <= 0 {
+		o.MaxHealthSeries = DefaultMaxHealthSeries
+	}
+	return o
+}
