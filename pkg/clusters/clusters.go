@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -177,6 +178,12 @@ func (c *Clusters[T]) start(name multicluster.ClusterName, e *entry[T], indexes 
 			hc.CloseIdleConnections()
 		}
 		startErr <- err
+		if e.ctx.Err() == nil {
+			// The cluster died while it should run: its cache serves nothing
+			// any more. Removing it disengages it from the fleet, loudly.
+			logf.Log.WithName("clusters").Error(errOrStopped(err), "Cluster stopped running; removing it", "cluster", name)
+			c.drop(name, e)
+		}
 	}()
 
 	timeout := c.CacheSyncTimeout

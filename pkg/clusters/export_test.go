@@ -32,3 +32,18 @@ func LoadedGroupVersions(m meta.RESTMapper) []schema.GroupVersion {
 	}
 	return out
 }
+
+// SharedMapperOf returns the shared mapper behind a cluster built by NewCluster.
+func SharedMapperOf(m meta.RESTMapper) meta.RESTMapper { return m.(*sharedMapper).shared }
+
+// SharedMapperRefs returns how many clusters hold the shared mapper m.
+func SharedMapperRefs(m meta.RESTMapper) int {
+	sharedMappers.mu.Lock()
+	defer sharedMappers.mu.Unlock()
+	for _, e := range sharedMappers.entries {
+		if e.mapper == m {
+			return e.refs
+		}
+	}
+	return 0
+}

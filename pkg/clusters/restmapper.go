@@ -1,8 +1,11 @@
 package clusters
 
 import (
+	"context"
 	"crypto/sha256"
+	"fmt"
 	"net/http"
+	"strings"
 	"runtime"
 	"sync"
 
@@ -12,34 +15,77 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
-// NewCluster is cluster.New with WithSharedRESTMapper: clusters that reach the
-// same API server share its discovery data, which is loaded lazily, one group
-// version at a time (NewLazyRESTMapper). Providers use it to build their
-// clusters; opts may still override anything, the mapper included.
+// NewCluster is cluster.New with a shared REST mapper: clusters that reach the
+// same API server with the same credentials share its discovery data, which
+// is loaded lazily, one group version at a time (NewLazyRESTMapper). The
+// cluster's share is released when its Start returns. Providers use it to
+// build their clusters; opts may still override anything, the mapper included.
 func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
-	return cluster.New(cfg, append([]cluster.Option{WithSharedRESTMapper}, opts...)...)
+	var handle *sharedMapper
+	withMapper := func(o *cluster.Options) {
+		o.MapperProvider = func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+			m, err := sharedMappers.mapperFor(c, hc)
+			if err != nil {
+				return nil, err
+			}
+			handle = m
+			return m, nil
+		}
+	}
+	cl, err := cluster.New(cfg, append([]cluster.Option{withMapper}, opts...)...)
+	if err != nil {
+		if handle != nil {
+			handle.release()
+		}
+		return nil, err
+	}
+	if handle == nil {
+		return cl, nil // opts chose another mapper
+	}
+	return &mapperReleasingCluster{Cluster: cl, release: handle.release}, nil
+}
+
+// mapperReleasingCluster gives its share of the shared mapper back when it
+// stops, rather than when the garbage collector gets to it.
+type mapperReleasingCluster struct {
+	cluster.Cluster
+	release func()
+}
+
+func (c *mapperReleasingCluster) Start(ctx context.Context) error {
+	defer c.release()
+	return c.Cluster.Start(ctx)
 }
 
 // WithSharedRESTMapper makes a cluster share its REST mapper with every other
 // cluster of the process that reaches the same API server (same URL, TLS
-// server name and CA), whatever their credentials. Discovery documents do not
-// depend on who asks, and they are most of what a cluster.Cluster holds: a
-// fleet of virtual or per-tenant clusters on one server pays for them once.
+// server name and CA) with the same credentials. Discovery documents do not
+// depend on who asks, but a request for one cluster never runs with another
+// cluster's credentials; and discovery data is most of what a cluster.Cluster
+// holds: a fleet of clusters with one identity on one server pays for it once.
 //
-// The shared mapper queries the server with the credentials of the cluster
-// that created it. If that fails for any reason other than an unknown kind, a
-// cluster falls back to a mapper of its own, built from its own credentials.
-// The shared data is released when the last cluster using it is collected.
+// If the shared mapper fails for any reason other than an unknown kind, a
+// cluster falls back to a mapper of its own. A cluster built with this option
+// releases its share when it is garbage collected; NewCluster releases it when
+// the cluster stops.
 func WithSharedRESTMapper(o *cluster.Options) {
-	o.MapperProvider = sharedMappers.mapperFor
+	o.MapperProvider = func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+		m, err := sharedMappers.mapperFor(c, hc)
+		if err != nil {
+			return nil, err
+		}
+		return m, nil
+	}
 }
 
 var sharedMappers = &mapperRegistry{entries: map[serverIdentity]*sharedMapperEntry{}}
 
-// serverIdentity is what makes two configs reach the same API server.
+// serverIdentity is what makes two configs reach the same API server as the
+// same user.
 type serverIdentity struct {
 	host, apiPath, serverName string
 	ca                        [sha256.Size]byte
+	credentials               [sha256.Size]byte
 }
 
 func identityOf(cfg *rest.Config) serverIdentity {
@@ -47,7 +93,34 @@ func identityOf(cfg *rest.Config) serverIdentity {
 	if len(ca) == 0 && cfg.CAFile != "" {
 		ca = []byte("file:" + cfg.CAFile)
 	}
-	return serverIdentity{host: cfg.Host, apiPath: cfg.APIPath, serverName: cfg.ServerName, ca: sha256.Sum256(ca)}
+	return serverIdentity{host: cfg.Host, apiPath: cfg.APIPath, serverName: cfg.ServerName, ca: sha256.Sum256(ca), credentials: credentialsOf(cfg)}
+}
+
+// credentialsOf fingerprints everything that decides who a config
+// authenticates as. Configs with a custom transport or auth wrapper never
+// share: their identity cannot be read.
+func credentialsOf(cfg *rest.Config) [sha256.Size]byte {
+	h := sha256.New()
+	field := func(parts ...string) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s;", len(p), p)
+		}
+	}
+	field(cfg.BearerToken, cfg.BearerTokenFile, cfg.Username, cfg.Password,
+		string(cfg.CertData), cfg.CertFile, string(cfg.KeyData), cfg.KeyFile,
+		cfg.Impersonate.UserName, cfg.Impersonate.UID, strings.Join(cfg.Impersonate.Groups, ","))
+	if e := cfg.ExecProvider; e != nil {
+		field("exec", e.Command, strings.Join(e.Args, " "), fmt.Sprint(e.Env), e.APIVersion)
+	}
+	if a := cfg.AuthProvider; a != nil {
+		field("auth-provider", a.Name, fmt.Sprint(a.Config))
+	}
+	if cfg.Transport != nil || cfg.WrapTransport != nil || cfg.Dial != nil {
+		fmt.Fprintf(h, "unshareable:%p", cfg)
+	}
+	var out [sha256.Size]byte
+	copy(out[:], h.Sum(nil))
+	return out
 }
 
 type mapperRegistry struct {
@@ -60,7 +133,7 @@ type sharedMapperEntry struct {
 	refs   int
 }
 
-func (r *mapperRegistry) mapperFor(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+func (r *mapperRegistry) mapperFor(cfg *rest.Config, httpClient *http.Client) (*sharedMapper, error) {
 	id := identityOf(cfg)
 	r.mu.Lock()
 	e := r.entries[id]
@@ -76,28 +149,36 @@ func (r *mapperRegistry) mapperFor(cfg *rest.Config, httpClient *http.Client) (m
 	e.refs++
 	r.mu.Unlock()
 
-	h := &sharedMapper{shared: e.mapper, own: func() (meta.RESTMapper, error) { return NewLazyRESTMapper(cfg, httpClient) }}
-	runtime.AddCleanup(h, r.release, sharedRef{id: id, entry: e})
+	ref := &sharedRef{id: id, entry: e, registry: r}
+	h := &sharedMapper{shared: e.mapper, ref: ref, own: func() (meta.RESTMapper, error) { return NewLazyRESTMapper(cfg, httpClient) }}
+	runtime.AddCleanup(h, (*sharedRef).release, ref)
 	return h, nil
 }
 
+// sharedRef is one cluster's reference on a shared entry, released once.
 type sharedRef struct {
-	id    serverIdentity
-	entry *sharedMapperEntry
+	id       serverIdentity
+	entry    *sharedMapperEntry
+	registry *mapperRegistry
+	once     sync.Once
 }
 
-func (r *mapperRegistry) release(ref sharedRef) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	ref.entry.refs--
-	if ref.entry.refs == 0 && r.entries[ref.id] == ref.entry {
-		delete(r.entries, ref.id)
-	}
+func (ref *sharedRef) release() {
+	ref.once.Do(func() {
+		r := ref.registry
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		ref.entry.refs--
+		if ref.entry.refs == 0 && r.entries[ref.id] == ref.entry {
+			delete(r.entries, ref.id)
+		}
+	})
 }
 
 // sharedMapper is one cluster's handle on a shared mapper.
 type sharedMapper struct {
 	shared meta.RESTMapper
+	ref    *sharedRef
 	own    func() (meta.RESTMapper, error)
 
 	mu       sync.Mutex
@@ -105,6 +186,11 @@ type sharedMapper struct {
 }
 
 var _ meta.RESTMapper = &sharedMapper{}
+
+// release gives the cluster's share back; the mapper keeps working for it,
+// but the registry no longer hands the entry to new clusters once no share
+// is left.
+func (m *sharedMapper) release() { m.ref.release() }
 
 // do runs fn on the shared mapper and, if that fails other than with "no
 // match", on the cluster's own mapper from then on.

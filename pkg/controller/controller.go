@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -14,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -60,6 +63,11 @@ func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controll
 		host:     mgr.GetLocalManager(),
 		clusters: map[multicluster.ClusterName]*engagement{},
 		timeout:  options.CacheSyncTimeout,
+		waiting:  map[mcreconcile.Request]time.Time{},
+		log:      mgr.GetLogger().WithValues("controller", name),
+	}
+	if owner, ok := mgr.(mcmanager.FleetOwner); ok {
+		c.fleet = owner.Fleet()
 	}
 	if c.timeout <= 0 {
 		c.timeout = 2 * time.Minute
@@ -67,9 +75,9 @@ func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controll
 	user := options.Reconciler
 	options.Reconciler = mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 		if !c.isEngaged(req.ClusterName) {
-			// The cluster left after this request was queued: drop it, do not retry.
-			return reconcile.Result{}, nil
+			return c.notEngaged(req), nil
 		}
+		c.stopWaiting(req)
 		return user.Reconcile(ctx, req)
 	})
 	inner, err := controller.NewTypedUnmanaged(name, options)
@@ -89,12 +97,17 @@ type mcController struct {
 	name    string
 	host    cluster.Cluster
 	timeout time.Duration
+	fleet   *fleet.Engine // the manager's, for the state of clusters this controller does not have
+	log     logr.Logger
 
 	mu       sync.RWMutex
 	sources  []mcsource.Source
 	clusters map[multicluster.ClusterName]*engagement
 	queue    workqueue.TypedRateLimitingInterface[mcreconcile.Request] // set when the controller starts
 	ctx      context.Context                                           // the controller's, set with queue
+
+	waitMu  sync.Mutex
+	waiting map[mcreconcile.Request]time.Time // requests for joining clusters, since when
 }
 
 // engagement is one cluster's membership in this controller.
@@ -208,6 +221,7 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 	// The sources live as long as the engagement, unless this attempt fails.
 	attempt, abandon := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
+	var syncing []source.TypedSyncingSource[mcreconcile.Request]
 	go func() {
 		var errs []error
 		for _, s := range srcs {
@@ -217,6 +231,8 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("starting %v: %w", s, err))
+			} else if ss, ok := src.(source.TypedSyncingSource[mcreconcile.Request]); ok {
+				syncing = append(syncing, ss)
 			}
 		}
 		done <- errors.Join(errs...)
@@ -235,10 +251,41 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 	}
 	if err != nil {
 		abandon()
+		metrics.WatchFailures.WithLabelValues(c.name).Inc()
 		return fmt.Errorf("controller %q: cluster %q: %w", c.name, clusterLabel(name), err)
 	}
-	_ = abandon // the attempt's context now ends with the engagement's
+	if len(syncing) == 0 {
+		_ = abandon // the attempt's context now ends with the engagement's
+		return nil
+	}
+	go c.watchSync(e, name, srcs, syncing, attempt, abandon)
 	return nil
+}
+
+// watchSync waits, bounded by CacheSyncTimeout, for the watches just started
+// in a cluster to deliver their initial lists. A watch that cannot sync (the
+// list is forbidden, the CRD is absent) would otherwise stall in silence: its
+// failure is logged naming the cluster and the type, counted, and the
+// cluster's watches of this controller are set up again with backoff. Other
+// clusters, and other controllers in this cluster, go on.
+func (c *mcController) watchSync(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source, syncing []source.TypedSyncingSource[mcreconcile.Request], attempt context.Context, abandon context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(attempt, c.timeout)
+	defer cancel()
+	for _, s := range syncing {
+		err := s.WaitForSync(ctx)
+		if err == nil {
+			continue
+		}
+		if attempt.Err() != nil {
+			return // disengaged meanwhile
+		}
+		abandon()
+		metrics.WatchFailures.WithLabelValues(c.name).Inc()
+		c.log.Error(fmt.Errorf("%v did not sync within %s", s, c.timeout), "Watch failed; this controller stops watching the cluster and retries with backoff",
+			"cluster", clusterLabel(name))
+		c.retryAfter(e, name, srcs, retryMinBackoff)
+		return
+	}
 }
 
 // startWithRetry starts srcs in a cluster that was engaged before the
@@ -247,8 +294,23 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 // disengages. A cluster that was unreachable when the controller started is
 // watched once it is back.
 func (c *mcController) startWithRetry(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source) {
-	log := c.GetLogger().WithValues("cluster", clusterLabel(name))
-	backoff := retryMinBackoff
+	c.retryAfter(e, name, srcs, 0)
+}
+
+// retryAfter starts srcs in the cluster after wait, then with backoff until
+// they run or the cluster disengages.
+func (c *mcController) retryAfter(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source, wait time.Duration) {
+	log := c.log.WithValues("cluster", clusterLabel(name))
+	if wait > 0 {
+		timer := time.NewTimer(wait)
+		select {
+		case <-e.ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+	}
+	backoff := max(retryMinBackoff, 2*wait)
 	for {
 		err := c.startSources(e, name, srcs)
 		if err == nil || e.ctx.Err() != nil {
@@ -328,3 +390,57 @@ func (s *queueSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 }
 
 func (s *queueSource) String() string { return fmt.Sprintf("multi-cluster sources of %q", s.c.name) }
+
+// notEngaged decides about a request for a cluster this controller is not
+// engaged with. A cluster that is joining (being started, or engaged with the
+// fleet while this controller's watches are set up) gets its requests back
+// until it is engaged, for at most CacheSyncTimeout: hub-to-fleet fan-out may
+// name a member before it has joined. Any other request is dropped for a
+// stated reason, logged and counted.
+func (c *mcController) notEngaged(req mcreconcile.Request) reconcile.Result {
+	reason := "cluster-not-engaged"
+	if c.fleet != nil {
+		if state, known := c.fleet.State(req.ClusterName); known {
+			switch state {
+			case fleet.StateDisconnected:
+				reason = "cluster-disconnected"
+			case fleet.StateWanted:
+				if c.fleet.Joining(req.ClusterName) {
+					reason = ""
+				} else {
+					reason = "cluster-not-owned"
+				}
+			default:
+				reason = ""
+			}
+		}
+	}
+	if reason == "" {
+		c.waitMu.Lock()
+		since, ok := c.waiting[req]
+		if !ok {
+			since = time.Now()
+			c.waiting[req] = since
+		}
+		c.waitMu.Unlock()
+		if time.Since(since) < c.timeout {
+			return reconcile.Result{RequeueAfter: joinPollInterval}
+		}
+		reason = "cluster-join-timeout"
+	}
+	c.stopWaiting(req)
+	metrics.DroppedRequests.WithLabelValues(c.name, reason).Inc()
+	c.log.Info("Dropping request", "cluster", req.ClusterName, "namespace", req.Namespace, "name", req.Name, "reason", reason)
+	return reconcile.Result{}
+}
+
+// joinPollInterval is how often a request for a joining cluster is retried.
+const joinPollInterval = 100 * time.Millisecond
+
+func (c *mcController) stopWaiting(req mcreconcile.Request) {
+	c.waitMu.Lock()
+	if len(c.waiting) > 0 {
+		delete(c.waiting, req)
+	}
+	c.waitMu.Unlock()
+}

@@ -383,6 +383,28 @@ func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
 	return rec.state, true
 }
 
+// Joining reports whether name is on its way to being engaged on this
+// replica: published and admitted, starting, or wanted while this replica
+// owns it (or runs everything).
+func (e *Engine) Joining(name multicluster.ClusterName) bool {
+	e.mu.Lock()
+	rec, ok := e.records[name]
+	var state State
+	if ok {
+		state = rec.state
+	}
+	e.mu.Unlock()
+	switch {
+	case !ok:
+		return false
+	case state == StateAdmitted || state == StateStarting:
+		return true
+	case state == StateWanted:
+		return e.opts.Admission == nil || e.opts.Admission.Owns(name)
+	}
+	return false
+}
+
 // Status is one cluster's state, for listings.
 type Status struct {
 	Name  multicluster.ClusterName

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -112,7 +113,8 @@ func (c *ChannelSource[object]) dispatch(stop chan struct{}) {
 			target := c.clusters[ev.ClusterName]
 			c.mu.Unlock()
 			if target == nil {
-				log.V(1).Info("Dropping generic event for a cluster that is not engaged", "cluster", ev.ClusterName)
+				metrics.DroppedRequests.WithLabelValues("channel-source", "cluster-not-engaged").Inc()
+				log.Info("Dropping generic event for a cluster that is not engaged", "cluster", ev.ClusterName)
 				continue
 			}
 			evt := event.TypedGenericEvent[object]{Object: ev.Object}
