@@ -139,12 +139,12 @@ func Start(t testing.TB, mgr mcmanager.Manager) context.CancelFunc {
 
 // NewManager returns a Multi-Cluster Manager for the host at cfg with the
 // metrics server and health probes off, so that tests do not fight over ports.
-func NewManager(t testing.TB, cfg *rest.Config, provider multicluster.Provider) mcmanager.Manager {
+func NewManager(t testing.TB, cfg *rest.Config, provider multicluster.Provider, mcOpts ...mcmanager.Option) mcmanager.Manager {
 	t.Helper()
 	mgr, err := mcmanager.New(cfg, provider, mcmanager.Options{
 		Metrics:                server.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-	})
+	}, mcOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}

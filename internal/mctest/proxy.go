@@ -39,6 +39,19 @@ func (p *Proxy) Addr() string { return p.listener.Addr().String() }
 // SetUp brings the proxy up or down; connections already forwarded stay.
 func (p *Proxy) SetUp(up bool) { p.up.Store(up) }
 
+// Cut brings the proxy down and closes every connection it forwards: the
+// cluster behind it vanishes for its clients at once.
+func (p *Proxy) Cut() {
+	p.up.Store(false)
+	p.mu.Lock()
+	conns := p.conns
+	p.conns = nil
+	p.mu.Unlock()
+	for _, c := range conns {
+		_ = c.Close()
+	}
+}
+
 // Attempts counts the connections accepted so far.
 func (p *Proxy) Attempts() int { return int(p.attempts.Load()) }
 

@@ -1,0 +1,103 @@
+package fleet_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// members: 0 is the host, 1 to 3 are members.
+var members *testfleet.Fleet
+
+func TestMain(m *testing.M) {
+	testfleet.RunMain(m, 4, func(f *testfleet.Fleet) { members = f })
+}
+
+// configProvider is the smallest built-in-style provider: it publishes
+// rest.Configs as members through pkg/clusters.Members.
+type configProvider struct {
+	members pkgclusters.Members
+	initial map[multicluster.ClusterName]*rest.Config
+	started chan struct{}
+}
+
+func newConfigProvider(initial map[multicluster.ClusterName]*rest.Config) *configProvider {
+	return &configProvider{initial: initial, started: make(chan struct{})}
+}
+
+func (p *configProvider) Start(ctx context.Context, aware multicluster.Aware) error {
+	p.members.Start(ctx, aware, logr.Discard())
+	for name, cfg := range p.initial {
+		p.set(name, cfg)
+	}
+	close(p.started)
+	<-ctx.Done()
+	p.members.Wait()
+	return nil
+}
+
+func (p *configProvider) set(name multicluster.ClusterName, cfg *rest.Config) {
+	sum := sha256.Sum256([]byte(cfg.Host + "|" + cfg.BearerToken + "|" + string(cfg.CertData)))
+	p.members.Set(name, hex.EncodeToString(sum[:]), cfg, nil)
+}
+
+func (p *configProvider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	return p.members.Get(ctx, name)
+}
+
+func (p *configProvider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return p.members.IndexField(ctx, obj, field, extract)
+}
+
+var _ multicluster.ProviderRunnable = &configProvider{}
+
+// proxied returns member i's config through a proxy the test can cut.
+func proxied(t *testing.T, i int) (*rest.Config, *mctest.Proxy) {
+	t.Helper()
+	cfg := members.Config(i)
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := mctest.NewProxy(t, u.Host)
+	proxy.SetUp(true)
+	cfg.Host = "https://" + proxy.Addr()
+	return cfg, proxy
+}
+
+// stamps records when each request was first reconciled.
+type stamps struct {
+	mu   sync.Mutex
+	seen map[string]int
+}
+
+func (s *stamps) add(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string]int{}
+	}
+	s.seen[key]++
+}
+
+func (s *stamps) count(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[key]
+}
+
+func key(cluster, name string) string { return fmt.Sprintf("%s/%s", cluster, name) }
