@@ -252,14 +252,24 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "engaging")
 	}
-	in.eng, in.disengage = context.WithCancel(in.owner)
+	parent := in.owner
+	if in.run == nil {
+		// Adopted: the provider's ctx may be replaced by a later Engage of the
+		// same instance (see ownLocked); the engagement ends when the current
+		// owner's does, through ownerDone, not with the first owner.
+		parent = context.WithoutCancel(in.owner)
+	}
+	in.eng, in.disengage = context.WithCancel(parent)
 	subs := slices.Clone(e.subs)
 	e.mu.Unlock()
 
 	err := engageAll(in.eng, rec.name, in.cl, subs)
 	for err == nil {
 		e.mu.Lock()
-		if rec.gen != gen || e.records[rec.name] != rec {
+		if rec.gen != gen || e.records[rec.name] != rec || in.owner.Err() != nil {
+			if rec.cur == nil && rec.next == nil && rec.member == nil {
+				e.forgetLocked(rec, "provider-stopped")
+			}
 			e.mu.Unlock()
 			in.disengage()
 			return fmt.Errorf("cluster %q: replaced or removed while engaging", rec.name)

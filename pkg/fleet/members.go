@@ -251,7 +251,7 @@ func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance
 			}
 		}
 		exited <- err
-		if err != nil && alreadyStarted(err) {
+		if AlreadyStarted(err) {
 			return
 		}
 		if run.Err() == nil {
@@ -275,7 +275,7 @@ func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance
 			}
 			return nil, fmt.Errorf("cluster %q: cache did not sync within %s", rec.name, e.opts.CacheSyncTimeout)
 		case err := <-exited:
-			if err != nil && alreadyStarted(err) {
+			if AlreadyStarted(err) {
 				// The application runs this cluster itself (upstream's examples
 				// start the cluster they hand to a provider): use it as it is.
 				in.built = false
@@ -290,8 +290,12 @@ func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance
 	}
 }
 
-func alreadyStarted(err error) bool {
-	return strings.Contains(err.Error(), "already started")
+// AlreadyStarted reports whether err is what a cluster's Start returns when
+// the cluster runs already: the application started it itself, as upstream's
+// examples do with the cluster they hand to a provider. Such a cluster is used
+// as it is.
+func AlreadyStarted(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "already started")
 }
 
 func errOrStopped(err error) error {

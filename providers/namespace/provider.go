@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -93,6 +94,11 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	if _, isManager := p.cl.(manager.Manager); !isManager {
 		wg.Go(func() {
 			err := p.cl.Start(ctx)
+			if mcfleet.AlreadyStarted(err) {
+				// The application runs the shared cluster itself: use it as it is.
+				p.log.Info("The shared cluster runs already; using it as it is")
+				return
+			}
 			clusterErr <- err
 			cancel()
 		})
