@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -172,7 +173,7 @@ func (m *Members) run(name multicluster.ClusterName, in *instance, cfg *rest.Con
 			}
 			return
 		}
-		log.Error(err, "Failed to engage cluster, retrying", "retryIn", backoff.String())
+		log.Error(redact.Err(err), "Failed to engage cluster, retrying", "retryIn", backoff.String())
 		in.notify(err)
 		t := time.NewTimer(backoff)
 		select {
@@ -238,7 +239,7 @@ func probe(ctx context.Context, cfg *rest.Config) error {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
 	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-		return fmt.Errorf("server %s did not answer: %w", c.Host, err)
+		return fmt.Errorf("server %s did not answer: %w", redact.URL(c.Host), err)
 	}
 	return nil
 }

@@ -1,7 +1,11 @@
 package clusters
 
 import (
+	"context"
 	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"runtime"
 	"sync"
@@ -12,12 +16,42 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
-// NewCluster is cluster.New with WithSharedRESTMapper: clusters that reach the
-// same API server share its discovery data, which is loaded lazily, one group
-// version at a time (NewLazyRESTMapper). Providers use it to build their
-// clusters; opts may still override anything, the mapper included.
+// NewCluster is cluster.New with the defaults every provider-built cluster
+// needs; providers use it to build their clusters, and opts may still
+// override anything:
+//
+//   - WithSharedRESTMapper: clusters that reach the same API server share its
+//     discovery data, which is loaded lazily, one group version at a time
+//     (NewLazyRESTMapper).
+//   - Client limits as controller-runtime gives the host: a config that sets
+//     no QPS gets no client-side rate limit (client-go's default of 5
+//     requests/s would make a busy member's queue grow without bound); the
+//     API server's priority and fairness protects it. WithClientRateLimits
+//     sets one.
+//   - Every request except long-running ones is bounded by
+//     DefaultRequestTimeout (WithRequestTimeout changes it), so that a member
+//     that never answers cannot hold a reconcile for long.
 func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
-	return cluster.New(cfg, append([]cluster.Option{WithSharedRESTMapper}, opts...)...)
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
+	}
+	base, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating HTTP client: %w", err)
+	}
+	// A copy: for a plain config, HTTPClientFor returns http.DefaultClient.
+	httpClient := *base
+	next := httpClient.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	httpClient.Transport = &boundedTransport{next: next, timeout: DefaultRequestTimeout}
+	defaults := []cluster.Option{
+		WithSharedRESTMapper,
+		func(o *cluster.Options) { o.HTTPClient = &httpClient },
+	}
+	return cluster.New(cfg, append(defaults, opts...)...)
 }
 
 // WithSharedRESTMapper makes a cluster share its REST mapper with every other
@@ -116,7 +150,9 @@ func do[T any](m *sharedMapper, fn func(meta.RESTMapper) (T, error)) (T, error) 
 		return fn(fallback)
 	}
 	res, err := fn(m.shared)
-	if err == nil || meta.IsNoMatchError(err) {
+	if err == nil || meta.IsNoMatchError(err) || timedOut(err) {
+		// A server that does not answer in time would not answer the
+		// cluster's own mapper either: fail now rather than wait twice.
 		return res, err
 	}
 	own, ownErr := m.own()
@@ -130,6 +166,11 @@ func do[T any](m *sharedMapper, fn func(meta.RESTMapper) (T, error)) (T, error) 
 	fallback = m.fallback
 	m.mu.Unlock()
 	return fn(fallback)
+}
+
+func timedOut(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
 }
 
 func (m *sharedMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
