@@ -5,17 +5,20 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/mcruntime/multicluster-runtime/internal/redact"
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -33,6 +36,10 @@ type scanResult struct {
 	// failed holds the files that exist but could not be read or parsed: the
 	// clusters they served before are kept.
 	failed map[string]error
+	// conflicts holds the names that more than one file or context maps to:
+	// none of them is engaged, and a cluster already engaged under the name
+	// keeps its configuration.
+	conflicts map[multicluster.ClusterName][]string
 }
 
 // files lists the kubeconfig files to read now, in a stable order.
@@ -75,7 +82,11 @@ func (p *Provider) matches(base string) bool {
 
 // scan reads every file and resolves one rest.Config per context.
 func (p *Provider) scan() (scanResult, error) {
-	res := scanResult{clusters: map[multicluster.ClusterName]wanted{}, failed: map[string]error{}}
+	res := scanResult{
+		clusters:  map[multicluster.ClusterName]wanted{},
+		failed:    map[string]error{},
+		conflicts: map[multicluster.ClusterName][]string{},
+	}
 	files, err := p.files()
 	for _, path := range files {
 		found, ferr := p.load(path)
@@ -86,16 +97,61 @@ func (p *Provider) scan() (scanResult, error) {
 			res.failed[path] = ferr
 		}
 		for name, w := range found {
+			if other, dup := res.clusters[name]; dup {
+				res.conflicts[name] = append(res.conflicts[name], other.source())
+			}
+			if _, dup := res.conflicts[name]; dup {
+				res.conflicts[name] = append(res.conflicts[name], w.source())
+				continue
+			}
 			res.clusters[name] = w
 		}
 	}
+	for name := range res.conflicts {
+		delete(res.clusters, name)
+	}
 	return res, err
+}
+
+// source names where a cluster comes from, for log lines.
+func (w wanted) source() string {
+	return fmt.Sprintf("file %q context %q", w.path, w.context)
+}
+
+// readKubeconfig reads a kubeconfig file without ever blocking on it: a FIFO
+// or device listed by path is refused instead of read, and so is a file
+// larger than limit bytes.
+func readKubeconfig(path string, limit int64) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("not a regular file (%s), skipped", st.Mode().Type())
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%d bytes, more than the limit of %d, skipped", st.Size(), limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("more than the limit of %d bytes, skipped", limit)
+	}
+	return data, nil
 }
 
 // load reads one kubeconfig file. A context that cannot be resolved is
 // reported in the error while the file's other contexts are returned.
 func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error) {
-	data, err := os.ReadFile(path)
+	data, err := readKubeconfig(path, int64(p.opts.MaxKubeconfigSize))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -123,7 +179,12 @@ func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error
 			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, redact.Error(err, data)))
 			continue
 		}
-		out[p.clusterName(path, ctxName)] = w
+		name := p.clusterName(path, ctxName)
+		if err := pkgclusters.ValidateClusterName(name); err != nil {
+			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, err))
+			continue
+		}
+		out[name] = w
 	}
 	return out, errors.Join(errs...)
 }
