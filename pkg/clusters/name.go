@@ -26,7 +26,7 @@ func ValidateClusterName(name string) error {
 	case name == "":
 		return fmt.Errorf("%w: empty", ErrInvalidClusterName)
 	case len(name) > MaxClusterNameLength:
-		return fmt.Errorf("%w: %d bytes, more than %d: %.64q...", ErrInvalidClusterName, len(name), MaxClusterNameLength, name)
+		return fmt.Errorf("%w: %d bytes, more than %d, starting %.64q", ErrInvalidClusterName, len(name), MaxClusterNameLength, name)
 	case !utf8.ValidString(name):
 		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidClusterName, name)
 	}

@@ -235,7 +235,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, nil
 	}
 	if err := pkgclusters.ValidateClusterName(name); err != nil {
-		err = fmt.Errorf("Secret %s: %w", req.NamespacedName, err)
+		err = fmt.Errorf("cluster name of Secret %s: %w", req.NamespacedName, err)
 		p.warn(secretRef(secret), ReasonInvalidKubeconfig, err)
 		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
