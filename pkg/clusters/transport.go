@@ -22,8 +22,9 @@ const DefaultRequestTimeout = 15 * time.Second
 // WithRequestTimeout sets the bound of every request a cluster built by
 // NewCluster makes, except long-running ones (see DefaultRequestTimeout). A
 // context deadline shorter than d still applies. Zero or less removes the
-// bound. It only applies to clusters built by NewCluster, whose HTTP client
-// it configures; an option that replaces Options.HTTPClient afterwards
+// bound. It configures the cluster's HTTP client: NewCluster's, or one an
+// earlier option set; with plain cluster.New and no HTTP client it has
+// nothing to configure. An option that replaces Options.HTTPClient afterwards
 // replaces the bound too.
 func WithRequestTimeout(d time.Duration) cluster.Option {
 	return func(o *cluster.Options) {
@@ -53,11 +54,25 @@ func WithClientRateLimits(qps float32, burst int) cluster.Option {
 	}
 }
 
+// boundedTransportOf returns the bounded transport of o's HTTP client,
+// wrapping a client set by another option in one (with no bound yet). Without
+// an HTTP client (cluster.New builds one only after the options, from the
+// config) there is nothing to configure: use NewCluster.
 func boundedTransportOf(o *cluster.Options) *boundedTransport {
 	if o.HTTPClient == nil {
 		return nil
 	}
-	t, _ := o.HTTPClient.Transport.(*boundedTransport)
+	if t, ok := o.HTTPClient.Transport.(*boundedTransport); ok {
+		return t
+	}
+	next := o.HTTPClient.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	hc := *o.HTTPClient
+	t := &boundedTransport{next: next}
+	hc.Transport = t
+	o.HTTPClient = &hc
 	return t
 }
 
