@@ -24,6 +24,7 @@ import (
 
 // wanted is one cluster found on disk.
 type wanted struct {
+	name    multicluster.ClusterName
 	path    string
 	context string
 	hash    string
@@ -96,19 +97,18 @@ func (p *Provider) scan() (scanResult, error) {
 		if ferr != nil {
 			res.failed[path] = ferr
 		}
-		for name, w := range found {
-			if other, dup := res.clusters[name]; dup {
-				res.conflicts[name] = append(res.conflicts[name], other.source())
-			}
-			if _, dup := res.conflicts[name]; dup {
-				res.conflicts[name] = append(res.conflicts[name], w.source())
+		for _, w := range found {
+			if _, dup := res.conflicts[w.name]; dup {
+				res.conflicts[w.name] = append(res.conflicts[w.name], w.source())
 				continue
 			}
-			res.clusters[name] = w
+			if other, dup := res.clusters[w.name]; dup {
+				res.conflicts[w.name] = []string{other.source(), w.source()}
+				delete(res.clusters, w.name)
+				continue
+			}
+			res.clusters[w.name] = w
 		}
-	}
-	for name := range res.conflicts {
-		delete(res.clusters, name)
 	}
 	return res, err
 }
@@ -148,9 +148,10 @@ func readKubeconfig(path string, limit int64) ([]byte, error) {
 	return data, nil
 }
 
-// load reads one kubeconfig file. A context that cannot be resolved is
-// reported in the error while the file's other contexts are returned.
-func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error) {
+// load reads one kubeconfig file, in context order. A context that cannot be
+// resolved is reported in the error while the file's other contexts are
+// returned.
+func (p *Provider) load(path string) ([]wanted, error) {
 	data, err := readKubeconfig(path, int64(p.opts.MaxKubeconfigSize))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -166,7 +167,7 @@ func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error
 	if err := resolvePaths(cfg, path); err != nil {
 		return nil, fmt.Errorf("kubeconfig %q: %w", path, err)
 	}
-	out := map[multicluster.ClusterName]wanted{}
+	var out []wanted
 	var errs []error
 	contexts := make([]string, 0, len(cfg.Contexts))
 	for name := range cfg.Contexts {
@@ -184,7 +185,8 @@ func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error
 			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, err))
 			continue
 		}
-		out[name] = w
+		w.name = name
+		out = append(out, w)
 	}
 	return out, errors.Join(errs...)
 }

@@ -56,6 +56,25 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 		t.Fatal(err)
 	}
 	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0, second + "+c": 2})
+
+	// Two contexts of one file that a ClusterName function maps to one name.
+	both := filepath.Join(dir, "both.yaml")
+	writeAtomically(t, both, kubeconfig(t, map[string]int{"east": 0, "west": 1}))
+	logs2 := &logBuffer{}
+	p2, err := file.New(file.Options{
+		KubeconfigFiles: []string{both, good},
+		ClusterName: func(path, context string) string {
+			if path == both {
+				return "same"
+			}
+			return context
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mctest.ExpectEngaged(t, run(t, p2, logs2.logger()), map[multicluster.ClusterName]int{"ok": 0})
+	waitForLog(t, logs2, `context \"east\"`, `context \"west\"`, "several kubeconfig contexts")
 }
 
 // Files that are too large, or not regular files, are skipped with a log
