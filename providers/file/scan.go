@@ -191,21 +191,25 @@ func (p *Provider) load(path string) ([]wanted, error) {
 	return out, errors.Join(errs...)
 }
 
+// resolvePaths makes the kubeconfig's file references absolute, relative to
+// the kubeconfig's directory, as kubectl does: certificate, key, token and CA
+// files, and an exec plugin command given as a path (one that contains a
+// separator; a bare name is looked up in $PATH).
 func resolvePaths(cfg *clientcmdapi.Config, path string) error {
 	base, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
+	var refs []*string
 	for _, c := range cfg.Clusters {
-		if c.CertificateAuthority != "" && !filepath.IsAbs(c.CertificateAuthority) {
-			c.CertificateAuthority = filepath.Join(base, c.CertificateAuthority)
-		}
+		refs = append(refs, clientcmd.GetClusterFileReferences(c)...)
 	}
 	for _, a := range cfg.AuthInfos {
-		for _, f := range []*string{&a.ClientCertificate, &a.ClientKey, &a.TokenFile} {
-			if *f != "" && !filepath.IsAbs(*f) {
-				*f = filepath.Join(base, *f)
-			}
+		refs = append(refs, clientcmd.GetAuthInfoFileReferences(a)...)
+	}
+	for _, f := range refs {
+		if *f != "" && !filepath.IsAbs(*f) {
+			*f = filepath.Join(base, *f)
 		}
 	}
 	return nil

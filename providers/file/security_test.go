@@ -234,3 +234,37 @@ current-context: x
 		t.Logf("logs:\n%s", all)
 	}
 }
+
+// Files are trusted: an exec plugin runs, and a relative command path is
+// resolved against the kubeconfig's directory, as kubectl does.
+func TestRelativeExecCommandIsResolvedAgainstTheFile(t *testing.T) {
+	dir := t.TempDir()
+	cfg := fleet.Config(1)
+	cred := fmt.Sprintf(`{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"clientCertificateData":%q,"clientKeyData":%q}}`,
+		string(cfg.CertData), string(cfg.KeyData))
+	if err := os.Mkdir(filepath.Join(dir, "bin"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "cred.json"), []byte(cred), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	script := "#!/bin/sh\ncat \"$(dirname \"$0\")/cred.json\"\n"
+	if err := os.WriteFile(filepath.Join(dir, "bin", "plugin.sh"), []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "exec.yaml")
+	writeAtomically(t, path, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, certificate-authority-data: %s}}]
+users: [{name: u, user: {exec: {apiVersion: client.authentication.k8s.io/v1, command: ./bin/plugin.sh, interactiveMode: Never}}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`, cfg.Host, base64.StdEncoding.EncodeToString(cfg.CAData))))
+
+	p, err := file.New(file.Options{KubeconfigFiles: []string{path}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The test's working directory is the package's, not dir.
+	mctest.ExpectEngaged(t, run(t, p, (&logBuffer{}).logger()), map[multicluster.ClusterName]int{path + "+x": 1})
+}
