@@ -275,9 +275,11 @@ func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
 		log.Error(listErr, "Failed to list kubeconfig files; keeping the clusters found before")
 	}
 	for path, err := range res.failed {
+		skipped.WithLabelValues(skipReason(err)).Inc()
 		log.Error(err, "Skipping unreadable or malformed kubeconfig; its clusters keep their last good configuration", "file", path)
 	}
 	for name, sources := range res.conflicts {
+		skipped.WithLabelValues(skipNameConflict).Inc()
 		log.Error(fmt.Errorf("cluster name %q comes from %s", name, strings.Join(sources, " and ")),
 			"Skipping a cluster name that several kubeconfig contexts map to; give them distinct names (Options.ClusterName)", "cluster", name)
 	}

@@ -13,9 +13,11 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
@@ -118,6 +120,41 @@ func (w wanted) source() string {
 	return fmt.Sprintf("file %q context %q", w.path, w.context)
 }
 
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = errors.New("kubeconfig too large")
+)
+
+// Reasons of multicluster_file_provider_skipped_total.
+const (
+	skipNotRegular   = "not-regular"
+	skipTooLarge     = "too-large"
+	skipInvalidName  = "invalid-name"
+	skipNameConflict = "name-conflict"
+	skipUnreadable   = "unreadable-or-malformed"
+)
+
+// skipped counts what the provider skips, each time it reads the files.
+var skipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "multicluster_file_provider_skipped_total",
+	Help: "Kubeconfig files or contexts the file provider skipped while reading its files, by reason.",
+}, []string{"reason"})
+
+func init() { metrics.Registry.MustRegister(skipped) }
+
+// skipReason classifies why a file (or some of its contexts) was skipped.
+func skipReason(err error) string {
+	switch {
+	case errors.Is(err, errNotRegular):
+		return skipNotRegular
+	case errors.Is(err, errTooLarge):
+		return skipTooLarge
+	case errors.Is(err, pkgclusters.ErrInvalidClusterName):
+		return skipInvalidName
+	}
+	return skipUnreadable
+}
+
 // readKubeconfig reads a kubeconfig file without ever blocking on it: a FIFO
 // or device listed by path is refused instead of read, and so is a file
 // larger than limit bytes.
@@ -133,17 +170,17 @@ func readKubeconfig(path string, limit int64) ([]byte, error) {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file (%s), skipped", st.Mode().Type())
+		return nil, fmt.Errorf("%w (%s), skipped", errNotRegular, st.Mode().Type())
 	}
 	if st.Size() > limit {
-		return nil, fmt.Errorf("%d bytes, more than the limit of %d, skipped", st.Size(), limit)
+		return nil, fmt.Errorf("%w: %d bytes, more than the limit of %d, skipped", errTooLarge, st.Size(), limit)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("more than the limit of %d bytes, skipped", limit)
+		return nil, fmt.Errorf("%w: more than the limit of %d bytes, skipped", errTooLarge, limit)
 	}
 	return data, nil
 }

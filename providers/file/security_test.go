@@ -10,10 +10,34 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
 )
+
+// skippedCount reads multicluster_file_provider_skipped_total{reason}.
+func skippedCount(t *testing.T, reason string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "multicluster_file_provider_skipped_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == reason {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
 
 // waitForLog waits until the captured logs contain every substring.
 func waitForLog(t *testing.T, logs *logBuffer, subs ...string) {
@@ -41,6 +65,7 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	writeAtomically(t, second, kubeconfig(t, map[string]int{"c": 2}))
 	writeAtomically(t, good, kubeconfig(t, map[string]int{"ok": 0}))
 
+	conflicts := skippedCount(t, "name-conflict")
 	logs := &logBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{first, second, good}})
 	if err != nil {
@@ -50,6 +75,9 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
 	// The error is quoted in the log line: its quotes are escaped.
 	waitForLog(t, logs, first+`\" context \"b.yaml+c`, second+`\" context \"c`, "several kubeconfig contexts")
+	if skippedCount(t, "name-conflict") <= conflicts {
+		t.Error("the name conflict was not counted")
+	}
 
 	// Once one source is gone, the name is no longer ambiguous.
 	if err := os.Remove(first); err != nil {
@@ -91,6 +119,7 @@ func TestLargeAndSpecialFilesAreSkipped(t *testing.T) {
 	good := filepath.Join(dir, "good.yaml")
 	writeAtomically(t, good, kubeconfig(t, map[string]int{"ok": 0}))
 
+	tooLarge, notRegular := skippedCount(t, "too-large"), skippedCount(t, "not-regular")
 	logs := &logBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{large, fifo, good}})
 	if err != nil {
@@ -99,6 +128,9 @@ func TestLargeAndSpecialFilesAreSkipped(t *testing.T) {
 	tr := run(t, p, logs.logger())
 	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
 	waitForLog(t, logs, fmt.Sprintf("%q", large), "more than the limit", fmt.Sprintf("%q", fifo), "not a regular file")
+	if skippedCount(t, "too-large") <= tooLarge || skippedCount(t, "not-regular") <= notRegular {
+		t.Error("the skipped files were not counted")
+	}
 
 	// A larger limit is an option.
 	logs2 := &logBuffer{}
@@ -116,6 +148,7 @@ func TestInvalidClusterNamesAreRefused(t *testing.T) {
 	path := filepath.Join(dir, "fleet.yaml")
 	writeAtomically(t, path, kubeconfig(t, map[string]int{"ok": 0, "forged\nINFO line": 1, "esc\x1b[2J": 2}))
 
+	invalid := skippedCount(t, "invalid-name")
 	logs := &logBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{path}})
 	if err != nil {
@@ -123,6 +156,9 @@ func TestInvalidClusterNamesAreRefused(t *testing.T) {
 	}
 	mctest.ExpectEngaged(t, run(t, p, logs.logger()), map[multicluster.ClusterName]int{path + "+ok": 0})
 	waitForLog(t, logs, "invalid cluster name")
+	if skippedCount(t, "invalid-name") <= invalid {
+		t.Error("the invalid names were not counted")
+	}
 	if all := logs.String(); strings.Contains(all, "forged\nINFO") || strings.Contains(all, "\x1b") {
 		t.Errorf("a control character reached the logs raw:\n%q", all)
 	}
