@@ -22,7 +22,12 @@
 //	  resources: ["configmaps"]
 //	  verbs: ["get", "list", "watch"]
 //
-// The token is written only to the Secret; it is never printed.
+// The token is written only to the Secret; it is never printed, and neither
+// is any credential of the kubeconfigs it reads. The token is bound to a
+// Secret created next to the ServiceAccount: when a step after the token
+// request fails (the host write, say), the command deletes what it created in
+// the member, which revokes the token. -expiration must be positive and
+// -server an https URL without credentials.
 package main
 
 import (
@@ -40,6 +45,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
 
@@ -75,6 +81,12 @@ func run(args []string) error {
 	if opts.ClusterName == "" {
 		return errors.New("-name is required")
 	}
+	if opts.TokenExpiration <= 0 {
+		return fmt.Errorf("-expiration %s: must be positive", opts.TokenExpiration)
+	}
+	if err := opts.Validate(); err != nil {
+		return err
+	}
 	if rulesPath != "" {
 		data, err := os.ReadFile(rulesPath)
 		if err != nil {
@@ -86,11 +98,11 @@ func run(args []string) error {
 	}
 	memberConfig, err := loadConfig(memberPath, memberContext)
 	if err != nil {
-		return fmt.Errorf("member kubeconfig: %w", err)
+		return fmt.Errorf("member kubeconfig: %w", redactWith(err, memberPath))
 	}
 	hostConfig, err := loadConfig(hostPath, hostContext)
 	if err != nil {
-		return fmt.Errorf("host kubeconfig: %w", err)
+		return fmt.Errorf("host kubeconfig: %w", redactWith(err, hostPath))
 	}
 	host, err := client.New(hostConfig, client.Options{})
 	if err != nil {
@@ -103,11 +115,22 @@ func run(args []string) error {
 	defer cancel()
 	secret, err := kubeconfig.Register(ctx, memberConfig, host, opts)
 	if err != nil {
-		return err
+		// Errors quote request URLs; the kubeconfigs may put credentials there.
+		return redact.Err(err)
 	}
 	fmt.Printf("registered cluster %q: Secret %s/%s on the host, ServiceAccount %s/%s in the member\n",
 		opts.ClusterName, secret.Namespace, secret.Name, opts.ServiceAccountNamespace, opts.ServiceAccountName)
 	return nil
+}
+
+// redactWith redacts err, and every word it quotes from the kubeconfig at
+// path (when one was given).
+func redactWith(err error, path string) error {
+	var data []byte
+	if path != "" {
+		data, _ = os.ReadFile(path)
+	}
+	return redact.Error(err, data)
 }
 
 func loadConfig(path, context string) (*rest.Config, error) {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -29,5 +31,61 @@ func TestNameIsRequired(t *testing.T) {
 	err := run([]string{"-rules", "testdata/rules.yaml"})
 	if err == nil || !strings.Contains(err.Error(), "-name") {
 		t.Fatalf("run without -name: %v", err)
+	}
+}
+
+func TestFlagsAreValidatedFirst(t *testing.T) {
+	for _, args := range [][]string{
+		{"-name", "x", "-expiration", "-1h"},
+		{"-name", "x", "-expiration", "0s"},
+		{"-name", "x", "-server", "http://10.0.0.1:6443"},
+		{"-name", "x", "-server", "10.0.0.1:6443"},
+		{"-name", "x", "-server", "https://admin:pl4nted@10.0.0.1:6443"},
+		{"-name", "Not_A_Secret_Name"},
+	} {
+		// No kubeconfig exists here: an error about kubeconfigs means the
+		// flags were not checked first.
+		t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+		err := run(args)
+		if err == nil || strings.Contains(err.Error(), "member kubeconfig") || strings.Contains(err.Error(), "host kubeconfig") || strings.Contains(err.Error(), "pl4nted") {
+			t.Errorf("%v: %v", args, err)
+		}
+	}
+}
+
+// Credentials planted in every field of the kubeconfigs reach neither the
+// error nor the output.
+func TestNoCredentialInErrors(t *testing.T) {
+	planted := []string{"pl4nted-url-password", "pl4nted-query-token", "pl4nted-bearer-token", "pl4nted-proxy-password"}
+	kc := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://admin:%s@127.0.0.1:1/?token=%s", proxy-url: "http://u:%s@127.0.0.1:1", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: %s}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`, planted[0], planted[1], planted[3], planted[2])
+	malformed := fmt.Sprintf("apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: [%s]}}]\n", planted[2])
+	dir := t.TempDir()
+	good, bad := filepath.Join(dir, "member.yaml"), filepath.Join(dir, "malformed.yaml")
+	if err := os.WriteFile(good, []byte(kc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, []byte(malformed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"-name", "x", "-member-kubeconfig", good, "-host-kubeconfig", good},
+		{"-name", "x", "-member-kubeconfig", bad, "-host-kubeconfig", good},
+	} {
+		err := run(args)
+		if err == nil {
+			t.Fatalf("%v: succeeded against an unreachable member", args)
+		}
+		t.Logf("%v: %v", args, err)
+		for _, s := range planted {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("%v: the error carries %q: %v", args, s, err)
+			}
+		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -258,7 +259,7 @@ func probe(ctx context.Context, cfg *rest.Config) error {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
 	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-		return fmt.Errorf("server %s did not answer: %w", c.Host, err)
+		return fmt.Errorf("server %s did not answer: %w", redact.URL(c.Host), redact.Err(err))
 	}
 	return nil
 }

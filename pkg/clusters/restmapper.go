@@ -3,10 +3,12 @@ package clusters
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
-	"strings"
 	"runtime"
+	"strings"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -15,24 +17,53 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
-// NewCluster is cluster.New with a shared REST mapper: clusters that reach the
-// same API server with the same credentials share its discovery data, which
-// is loaded lazily, one group version at a time (NewLazyRESTMapper). The
-// cluster's share is released when its Start returns. Providers use it to
-// build their clusters; opts may still override anything, the mapper included.
+// NewCluster is cluster.New with the defaults every provider-built cluster
+// needs; providers use it to build their clusters, and opts may still
+// override anything:
+//
+//   - A shared REST mapper: clusters that reach the same API server with the
+//     same credentials share its discovery data, which is loaded lazily, one
+//     group version at a time (NewLazyRESTMapper). The cluster's share is
+//     released when its Start returns.
+//   - Client limits as controller-runtime gives the host: a config that sets
+//     no QPS gets no client-side rate limit (client-go's default of 5
+//     requests/s would make a busy member's queue grow without bound); the
+//     API server's priority and fairness protects it. WithClientRateLimits
+//     sets one.
+//   - Every request except long-running ones is bounded by
+//     DefaultRequestTimeout (WithRequestTimeout changes it), so that a member
+//     that never answers cannot hold a reconcile for long.
 func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
-	var handle *sharedMapper
-	withMapper := func(o *cluster.Options) {
-		o.MapperProvider = func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
-			m, err := sharedMappers.mapperFor(c, hc)
-			if err != nil {
-				return nil, err
-			}
-			handle = m
-			return m, nil
-		}
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 {
+		cfg.QPS = -1
 	}
-	cl, err := cluster.New(cfg, append([]cluster.Option{withMapper}, opts...)...)
+	base, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating HTTP client: %w", err)
+	}
+	// A copy: for a plain config, HTTPClientFor returns http.DefaultClient.
+	httpClient := *base
+	next := httpClient.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	httpClient.Transport = &boundedTransport{next: next, timeout: DefaultRequestTimeout}
+	var handle *sharedMapper
+	defaults := []cluster.Option{
+		func(o *cluster.Options) {
+			o.MapperProvider = func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
+				m, err := sharedMappers.mapperFor(c, hc)
+				if err != nil {
+					return nil, err
+				}
+				handle = m
+				return m, nil
+			}
+		},
+		func(o *cluster.Options) { o.HTTPClient = &httpClient },
+	}
+	cl, err := cluster.New(cfg, append(defaults, opts...)...)
 	if err != nil {
 		if handle != nil {
 			handle.release()
@@ -202,7 +233,9 @@ func do[T any](m *sharedMapper, fn func(meta.RESTMapper) (T, error)) (T, error) 
 		return fn(fallback)
 	}
 	res, err := fn(m.shared)
-	if err == nil || meta.IsNoMatchError(err) {
+	if err == nil || meta.IsNoMatchError(err) || timedOut(err) {
+		// A server that does not answer in time would not answer the
+		// cluster's own mapper either: fail now rather than wait twice.
 		return res, err
 	}
 	own, ownErr := m.own()
@@ -216,6 +249,11 @@ func do[T any](m *sharedMapper, fn func(meta.RESTMapper) (T, error)) (T, error) 
 	fallback = m.fallback
 	m.mu.Unlock()
 	return fn(fallback)
+}
+
+func timedOut(err error) bool {
+	var netErr net.Error
+	return errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &netErr) && netErr.Timeout())
 }
 
 func (m *sharedMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {

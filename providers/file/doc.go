@@ -33,6 +33,19 @@
 // reached is retried with exponential backoff without delaying the others.
 // Credentials never appear in logs or errors.
 //
+// Kubeconfig files are chosen by the operator and trusted as kubectl trusts
+// them: exec plugins run and local files are read. Still, a file that is not a
+// regular file (a FIFO or a device listed by path) or that is larger than
+// Options.MaxKubeconfigSize (1 MiB by default) is skipped with a log line,
+// and nothing the provider reads can block it. Cluster names must pass
+// clusters.ValidateClusterName (no control characters, bounded length), and
+// two contexts that map to the same name are an error naming both: neither is
+// engaged under it.
+//
+// A file listed by path may be a symlink that the kubelet updates by swapping
+// its directory's ..data link (Secret and ConfigMap volumes): any change in a
+// listed file's directory makes the provider read it again.
+//
 // Cluster lifecycle (start, cache sync, indexes, engagement, teardown) is
 // delegated to pkg/clusters; each cluster being added runs in its own
 // goroutine.

@@ -65,7 +65,17 @@ type Options struct {
 
 	// ClusterName, if set, names the cluster of a context of a file, replacing
 	// "<path><Separator><context>". It must return distinct, stable names.
+	//
+	// Whatever names the clusters, two contexts that map to the same name are
+	// an error naming both sources, and neither is engaged under it (a
+	// cluster already engaged keeps its configuration); names must pass
+	// clusters.ValidateClusterName.
 	ClusterName func(path, context string) multicluster.ClusterName
+
+	// MaxKubeconfigSize bounds the size of a kubeconfig file in bytes; larger
+	// files are skipped with a log line. Defaults to
+	// clusters.DefaultMaxKubeconfigSize (1 MiB).
+	MaxKubeconfigSize int
 
 	// ClusterOptions are applied to every cluster the provider creates.
 	ClusterOptions []cluster.Option
@@ -80,9 +90,10 @@ type Options struct {
 // configured with, and follows the files as they change. Create it with New;
 // the Multi-Cluster Manager runs it.
 type Provider struct {
-	opts    Options
-	absRefs []string // absolute configured files and directories, for event filtering
-	members pkgclusters.Members
+	opts     Options
+	absRefs  []string // absolute configured files and directories, for event filtering
+	absFiles []string // absolute configured files
+	members  pkgclusters.Members
 
 	mu      sync.Mutex
 	started bool
@@ -114,6 +125,9 @@ func New(opts Options) (*Provider, error) {
 	if opts.Debounce <= 0 {
 		opts.Debounce = DefaultDebounce
 	}
+	if opts.MaxKubeconfigSize <= 0 {
+		opts.MaxKubeconfigSize = pkgclusters.DefaultMaxKubeconfigSize
+	}
 	opts.KubeconfigFiles = cleanAll(opts.KubeconfigFiles)
 	opts.KubeconfigDirs = cleanAll(opts.KubeconfigDirs)
 
@@ -124,6 +138,13 @@ func New(opts Options) (*Provider, error) {
 			return nil, fmt.Errorf("file provider: %q: %w", path, err)
 		}
 		p.absRefs = append(p.absRefs, abs)
+	}
+	for _, path := range opts.KubeconfigFiles {
+		abs, err := filepath.Abs(path)
+		if err != nil {
+			return nil, fmt.Errorf("file provider: %q: %w", path, err)
+		}
+		p.absFiles = append(p.absFiles, abs)
 	}
 	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
 	return p, nil
@@ -244,7 +265,13 @@ func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
 		log.Error(listErr, "Failed to list kubeconfig files; keeping the clusters found before")
 	}
 	for path, err := range res.failed {
+		skipped.WithLabelValues(skipReason(err)).Inc()
 		log.Error(err, "Skipping unreadable or malformed kubeconfig; its clusters keep their last good configuration", "file", path)
+	}
+	for name, sources := range res.conflicts {
+		skipped.WithLabelValues(skipNameConflict).Inc()
+		log.Error(fmt.Errorf("cluster name %q comes from %s", name, strings.Join(sources, " and ")),
+			"Skipping a cluster name that several kubeconfig contexts map to; give them distinct names (Options.ClusterName)", "cluster", name)
 	}
 
 	p.mu.Lock()
@@ -255,6 +282,9 @@ func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
 				continue
 			}
 			if _, failed := res.failed[p.paths[name]]; failed {
+				continue
+			}
+			if _, conflict := res.conflicts[name]; conflict {
 				continue
 			}
 			if p.members.Remove(name) {
@@ -352,6 +382,16 @@ func (p *Provider) relevant(path string) bool {
 	}
 	for _, ref := range p.absRefs {
 		if abs == ref || filepath.Dir(abs) == ref || isAncestor(abs, ref) {
+			return true
+		}
+	}
+	// A configured file may be a symlink into a directory that its own
+	// directory swaps atomically, as the kubelet updates Secret and ConfigMap
+	// volumes (name -> ..data/name, ..data -> ..<timestamp>): the event is on
+	// ..data, not on the file. Anything in a configured file's directory is
+	// read again; the content hash decides whether a cluster changed.
+	for _, f := range p.absFiles {
+		if filepath.Dir(abs) == filepath.Dir(f) {
 			return true
 		}
 	}

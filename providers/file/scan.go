@@ -5,22 +5,28 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/internal/redact"
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // wanted is one cluster found on disk.
 type wanted struct {
+	name    multicluster.ClusterName
 	path    string
 	context string
 	hash    string
@@ -33,6 +39,10 @@ type scanResult struct {
 	// failed holds the files that exist but could not be read or parsed: the
 	// clusters they served before are kept.
 	failed map[string]error
+	// conflicts holds the names that more than one file or context maps to:
+	// none of them is engaged, and a cluster already engaged under the name
+	// keeps its configuration.
+	conflicts map[multicluster.ClusterName][]string
 }
 
 // files lists the kubeconfig files to read now, in a stable order.
@@ -75,7 +85,11 @@ func (p *Provider) matches(base string) bool {
 
 // scan reads every file and resolves one rest.Config per context.
 func (p *Provider) scan() (scanResult, error) {
-	res := scanResult{clusters: map[multicluster.ClusterName]wanted{}, failed: map[string]error{}}
+	res := scanResult{
+		clusters:  map[multicluster.ClusterName]wanted{},
+		failed:    map[string]error{},
+		conflicts: map[multicluster.ClusterName][]string{},
+	}
 	files, err := p.files()
 	for _, path := range files {
 		found, ferr := p.load(path)
@@ -85,17 +99,97 @@ func (p *Provider) scan() (scanResult, error) {
 		if ferr != nil {
 			res.failed[path] = ferr
 		}
-		for name, w := range found {
-			res.clusters[name] = w
+		for _, w := range found {
+			if _, dup := res.conflicts[w.name]; dup {
+				res.conflicts[w.name] = append(res.conflicts[w.name], w.source())
+				continue
+			}
+			if other, dup := res.clusters[w.name]; dup {
+				res.conflicts[w.name] = []string{other.source(), w.source()}
+				delete(res.clusters, w.name)
+				continue
+			}
+			res.clusters[w.name] = w
 		}
 	}
 	return res, err
 }
 
-// load reads one kubeconfig file. A context that cannot be resolved is
-// reported in the error while the file's other contexts are returned.
-func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error) {
-	data, err := os.ReadFile(path)
+// source names where a cluster comes from, for log lines.
+func (w wanted) source() string {
+	return fmt.Sprintf("file %q context %q", w.path, w.context)
+}
+
+var (
+	errNotRegular = errors.New("not a regular file")
+	errTooLarge   = errors.New("kubeconfig too large")
+)
+
+// Reasons of multicluster_file_provider_skipped_total.
+const (
+	skipNotRegular   = "not-regular"
+	skipTooLarge     = "too-large"
+	skipInvalidName  = "invalid-name"
+	skipNameConflict = "name-conflict"
+	skipUnreadable   = "unreadable-or-malformed"
+)
+
+// skipped counts what the provider skips, each time it reads the files.
+var skipped = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "multicluster_file_provider_skipped_total",
+	Help: "Kubeconfig files or contexts the file provider skipped while reading its files, by reason.",
+}, []string{"reason"})
+
+func init() { metrics.Registry.MustRegister(skipped) }
+
+// skipReason classifies why a file (or some of its contexts) was skipped.
+func skipReason(err error) string {
+	switch {
+	case errors.Is(err, errNotRegular):
+		return skipNotRegular
+	case errors.Is(err, errTooLarge):
+		return skipTooLarge
+	case errors.Is(err, pkgclusters.ErrInvalidClusterName):
+		return skipInvalidName
+	}
+	return skipUnreadable
+}
+
+// readKubeconfig reads a kubeconfig file without ever blocking on it: a FIFO
+// or device listed by path is refused instead of read, and so is a file
+// larger than limit bytes.
+func readKubeconfig(path string, limit int64) ([]byte, error) {
+	// O_NONBLOCK: opening a FIFO with no writer would otherwise wait forever.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w (%s), skipped", errNotRegular, st.Mode().Type())
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%w: %d bytes, more than the limit of %d, skipped", errTooLarge, st.Size(), limit)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("%w: more than the limit of %d bytes, skipped", errTooLarge, limit)
+	}
+	return data, nil
+}
+
+// load reads one kubeconfig file, in context order. A context that cannot be
+// resolved is reported in the error while the file's other contexts are
+// returned.
+func (p *Provider) load(path string) ([]wanted, error) {
+	data, err := readKubeconfig(path, int64(p.opts.MaxKubeconfigSize))
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, err
@@ -110,7 +204,7 @@ func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error
 	if err := resolvePaths(cfg, path); err != nil {
 		return nil, fmt.Errorf("kubeconfig %q: %w", path, err)
 	}
-	out := map[multicluster.ClusterName]wanted{}
+	var out []wanted
 	var errs []error
 	contexts := make([]string, 0, len(cfg.Contexts))
 	for name := range cfg.Contexts {
@@ -123,26 +217,36 @@ func (p *Provider) load(path string) (map[multicluster.ClusterName]wanted, error
 			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, redact.Error(err, data)))
 			continue
 		}
-		out[p.clusterName(path, ctxName)] = w
+		name := p.clusterName(path, ctxName)
+		if err := pkgclusters.ValidateClusterName(name); err != nil {
+			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, err))
+			continue
+		}
+		w.name = name
+		out = append(out, w)
 	}
 	return out, errors.Join(errs...)
 }
 
+// resolvePaths makes the kubeconfig's file references absolute, relative to
+// the kubeconfig's directory, as kubectl does: certificate, key, token and CA
+// files, and an exec plugin command given as a path (one that contains a
+// separator; a bare name is looked up in $PATH).
 func resolvePaths(cfg *clientcmdapi.Config, path string) error {
 	base, err := filepath.Abs(filepath.Dir(path))
 	if err != nil {
 		return err
 	}
+	var refs []*string
 	for _, c := range cfg.Clusters {
-		if c.CertificateAuthority != "" && !filepath.IsAbs(c.CertificateAuthority) {
-			c.CertificateAuthority = filepath.Join(base, c.CertificateAuthority)
-		}
+		refs = append(refs, clientcmd.GetClusterFileReferences(c)...)
 	}
 	for _, a := range cfg.AuthInfos {
-		for _, f := range []*string{&a.ClientCertificate, &a.ClientKey, &a.TokenFile} {
-			if *f != "" && !filepath.IsAbs(*f) {
-				*f = filepath.Join(base, *f)
-			}
+		refs = append(refs, clientcmd.GetAuthInfoFileReferences(a)...)
+	}
+	for _, f := range refs {
+		if *f != "" && !filepath.IsAbs(*f) {
+			*f = filepath.Join(base, *f)
 		}
 	}
 	return nil

@@ -2,8 +2,9 @@
 // from kubeconfig-bearing Secrets in a namespace of the host cluster.
 //
 // Every Secret in Options.Namespace labelled
-// "multicluster-runtime.io/kubeconfig=true" (the label key is
-// Options.KubeconfigSecretLabel) whose data holds a kubeconfig under the key
+// "multicluster-runtime.io/kubeconfig=true" or, as in the upstream design,
+// "sigs.k8s.io/multicluster-runtime-kubeconfig=true" (Options.KubeconfigSecretLabel
+// replaces both) whose data holds a kubeconfig under the key
 // "kubeconfig" (Options.KubeconfigSecretKey) becomes a cluster named after the
 // Secret. The kubeconfig's current context is used.
 //
@@ -27,6 +28,14 @@
 //     configuration meanwhile, and other Secrets are never held up: each
 //     cluster is engaged in its own goroutine;
 //   - credentials never appear in logs, events or errors.
+//
+// Kubeconfigs in Secrets are untrusted: anyone who can write a labelled
+// Secret in the namespace chooses them. A kubeconfig that names an exec or
+// auth-provider plugin, or any local file (tokenFile, client certificate or
+// key files, CA file), is refused with a KubeconfigRefused Warning Event and
+// an error log line naming the Secret; nothing is run and no file is read.
+// Installations that rely on an exec plugin allow its command by name in
+// Options.KubeconfigPolicy.AllowedExecCommands.
 //
 // Before engaging a cluster the provider checks, with a bounded request, that
 // its server answers and accepts the credentials.

@@ -75,6 +75,12 @@ func start(t *testing.T) *env {
 // for the namespace (nil: the admin).
 func startAs(t *testing.T, identity func(ns string) *rest.Config) *env {
 	t.Helper()
+	return startWith(t, identity, kubeconfig.Options{})
+}
+
+// startWith is startAs with provider options; their Namespace is the test's.
+func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubeconfig.Options) *env {
+	t.Helper()
 	ctx := context.Background()
 	host, err := client.New(fleet.Config(0), client.Options{})
 	if err != nil {
@@ -90,7 +96,8 @@ func startAs(t *testing.T, identity func(ns string) *rest.Config) *env {
 	if identity != nil {
 		cfg = identity(e.ns)
 	}
-	p := kubeconfig.New(kubeconfig.Options{Namespace: e.ns})
+	opts.Namespace = e.ns
+	p := kubeconfig.New(opts)
 	mgr, err := mcmanager.New(cfg, p, mcmanager.Options{
 		Logger:     e.logs.logger(),
 		Metrics:    server.Options{BindAddress: "0"},

@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -43,6 +42,11 @@ const (
 	// DefaultKubeconfigSecretLabel is the label key a Secret must carry, with
 	// the value "true", to be read.
 	DefaultKubeconfigSecretLabel = "multicluster-runtime.io/kubeconfig"
+	// UpstreamKubeconfigSecretLabel is the label key of the upstream
+	// multicluster-runtime design. With Options.KubeconfigSecretLabel unset,
+	// Secrets labelled with it (value "true") are read too, so that Secrets
+	// written for that design work unchanged.
+	UpstreamKubeconfigSecretLabel = "sigs.k8s.io/multicluster-runtime-kubeconfig"
 	// DefaultKubeconfigSecretKey is the data key holding the kubeconfig.
 	DefaultKubeconfigSecretKey = "kubeconfig"
 	// ControllerName is the name of the controller SetupWithManager registers.
@@ -52,6 +56,9 @@ const (
 // Event reasons recorded on Secrets.
 const (
 	ReasonInvalidKubeconfig = "InvalidKubeconfig"
+	// ReasonKubeconfigRefused: the kubeconfig asks for something a Secret is
+	// not trusted with (an exec or auth-provider plugin, a local file).
+	ReasonKubeconfigRefused = "KubeconfigRefused"
 	ReasonEngageFailed      = "ClusterEngageFailed"
 	ReasonEngaged           = "ClusterEngaged"
 )
@@ -61,13 +68,26 @@ type Options struct {
 	// Namespace holds the kubeconfig Secrets. Defaults to DefaultNamespace.
 	Namespace string
 	// KubeconfigSecretLabel is the label key that marks kubeconfig Secrets;
-	// its value must be "true". Defaults to DefaultKubeconfigSecretLabel.
+	// its value must be "true". Defaults to DefaultKubeconfigSecretLabel and
+	// UpstreamKubeconfigSecretLabel, either of which marks a Secret; set, it
+	// is the only one.
 	KubeconfigSecretLabel string
 	// KubeconfigSecretKey is the data key holding the kubeconfig. Defaults to
 	// DefaultKubeconfigSecretKey.
 	KubeconfigSecretKey string
 	// ClusterOptions are applied to every cluster the provider creates.
 	ClusterOptions []cluster.Option
+	// KubeconfigPolicy says what the kubeconfigs of Secrets may contain.
+	// Anyone who can write a labelled Secret in Namespace chooses them, so
+	// the zero value refuses exec and auth-provider plugins and every local
+	// file reference (token, certificate, key and CA files): the Secret gets a
+	// KubeconfigRefused Warning Event. List the exec plugin commands your
+	// installation relies on in KubeconfigPolicy.AllowedExecCommands.
+	KubeconfigPolicy pkgclusters.KubeconfigPolicy
+	// ControllerName names the controller SetupWithManager registers, its
+	// logger and its Events' reporting controller. Defaults to ControllerName;
+	// set it to run two providers in one manager.
+	ControllerName string
 }
 
 // Provider engages one cluster per labelled kubeconfig Secret. Create it with
@@ -77,9 +97,11 @@ type Provider struct {
 	members pkgclusters.Members
 	started chan struct{} // closed once Start has bound the provider to its run
 
+	labels []string // label keys that mark a kubeconfig Secret
+
 	mu       sync.Mutex
 	running  bool
-	client   client.Reader
+	readers  []client.Reader // one cache per label key
 	recorder recorder.EventRecorder
 	log      logr.Logger
 }
@@ -89,22 +111,28 @@ func New(opts Options) *Provider {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
 	}
+	labels := []string{opts.KubeconfigSecretLabel}
 	if opts.KubeconfigSecretLabel == "" {
 		opts.KubeconfigSecretLabel = DefaultKubeconfigSecretLabel
+		labels = []string{DefaultKubeconfigSecretLabel, UpstreamKubeconfigSecretLabel}
 	}
 	if opts.KubeconfigSecretKey == "" {
 		opts.KubeconfigSecretKey = DefaultKubeconfigSecretKey
 	}
-	p := &Provider{opts: opts, started: make(chan struct{}), log: logr.Discard()}
+	if opts.ControllerName == "" {
+		opts.ControllerName = ControllerName
+	}
+	p := &Provider{opts: opts, labels: labels, started: make(chan struct{}), log: logr.Discard()}
 	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
 	return p
 }
 
 // SetupWithManager registers the provider's controller on mgr's host
-// cluster. The controller reads Secrets through a cache of its own, limited
-// to Options.Namespace and to Secrets carrying the label: the provider needs
-// no access to other Secrets, and keeps no others in memory. A Secret that
-// loses the label leaves that cache, which disengages its cluster.
+// cluster. The controller reads Secrets through caches of its own (one per
+// label key), limited to Options.Namespace and to Secrets carrying the label:
+// the provider needs no access to other Secrets, and keeps no others in
+// memory. A Secret that loses the label leaves that cache, which disengages
+// its cluster.
 //
 // mgr must run the provider: pass the provider to mcmanager.New (or to a
 // provider that runs it, such as the multi provider).
@@ -113,35 +141,39 @@ func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) er
 		return errors.New("kubeconfig provider: nil manager")
 	}
 	host := mgr.GetLocalManager()
-	secrets, err := cache.New(host.GetConfig(), cache.Options{
-		Scheme:            host.GetScheme(),
-		Mapper:            host.GetRESTMapper(),
-		DefaultNamespaces: map[string]cache.Config{p.opts.Namespace: {}},
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{p.opts.KubeconfigSecretLabel: "true"})},
-		},
-	})
-	if err != nil {
-		return fmt.Errorf("kubeconfig provider: creating the Secret cache for namespace %q: %w", p.opts.Namespace, err)
-	}
-	// Started with the manager's caches, before controllers.
-	if err := host.Add(secretCache{secrets}); err != nil {
-		return fmt.Errorf("kubeconfig provider: %w", err)
-	}
-	p.mu.Lock()
-	p.client = secrets
-	p.recorder = host.GetEventRecorder(ControllerName)
-	p.log = mgr.GetLogger().WithName("kubeconfig-provider")
-	p.mu.Unlock()
-
-	return builder.ControllerManagedBy(host).
-		Named(ControllerName).
-		WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{})).
+	b := builder.ControllerManagedBy(host).
+		Named(p.opts.ControllerName).
 		WithOptions(controller.Options{
 			// Every replica needs the fleet, not just the leader.
 			NeedLeaderElection: ptr.To(false),
-		}).
-		Complete(p)
+		})
+	readers := make([]client.Reader, 0, len(p.labels))
+	for _, key := range p.labels {
+		secrets, err := cache.New(host.GetConfig(), cache.Options{
+			Scheme:            host.GetScheme(),
+			Mapper:            host.GetRESTMapper(),
+			DefaultNamespaces: map[string]cache.Config{p.opts.Namespace: {}},
+			ByObject: map[client.Object]cache.ByObject{
+				&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{key: "true"})},
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("kubeconfig provider: creating the Secret cache for namespace %q, label %q: %w", p.opts.Namespace, key, err)
+		}
+		// Started with the manager's caches, before controllers.
+		if err := host.Add(secretCache{secrets}); err != nil {
+			return fmt.Errorf("kubeconfig provider: %w", err)
+		}
+		readers = append(readers, secrets)
+		b = b.WatchesRawSource(source.Kind(secrets, &corev1.Secret{}, &handler.TypedEnqueueRequestForObject[*corev1.Secret]{}))
+	}
+	p.mu.Lock()
+	p.readers = readers
+	p.recorder = host.GetEventRecorder(p.opts.ControllerName)
+	p.log = mgr.GetLogger().WithName("kubeconfig-provider")
+	p.mu.Unlock()
+
+	return b.Complete(p)
 }
 
 // secretCache lets the manager recognise the provider's cache as one, so that
@@ -181,21 +213,20 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	name := req.Name
 	log := p.log.WithValues("cluster", name, "secret", req.NamespacedName.String())
 
-	secret := &corev1.Secret{}
-	if err := p.client.Get(ctx, req.NamespacedName, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			if p.members.Remove(name) {
-				log.Info("Disengaged cluster: its Secret was deleted")
-			}
-			return reconcile.Result{}, nil
-		}
+	secret, err := p.labelledSecret(ctx, req)
+	if err != nil {
 		return reconcile.Result{}, fmt.Errorf("cluster %q: reading Secret %s: %w", name, req.NamespacedName, err)
 	}
-	if secret.Labels[p.opts.KubeconfigSecretLabel] != "true" || !secret.DeletionTimestamp.IsZero() {
+	if secret == nil {
 		if p.members.Remove(name) {
-			log.Info("Disengaged cluster: its Secret is no longer labelled " + p.opts.KubeconfigSecretLabel + "=true")
+			log.Info("Disengaged cluster: its Secret was deleted or is no longer labelled", "labels", p.labels)
 		}
 		return reconcile.Result{}, nil
+	}
+	if err := pkgclusters.ValidateClusterName(name); err != nil {
+		err = fmt.Errorf("cluster name of Secret %s: %w", req.NamespacedName, err)
+		p.warn(secretRef(secret), ReasonInvalidKubeconfig, err)
+		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
 
 	data := secret.Data[p.opts.KubeconfigSecretKey]
@@ -209,11 +240,17 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if old, ok := p.members.Hash(name); ok && old == hash {
 		return reconcile.Result{}, nil // unchanged kubeconfig: metadata change or resync
 	}
-	cfg, err := clientcmd.RESTConfigFromKubeConfig(data)
+	cfg, err := pkgclusters.RESTConfigFromUntrustedKubeconfig(data, p.opts.KubeconfigPolicy)
 	if err != nil {
-		err = fmt.Errorf("cluster %q: Secret %s: malformed kubeconfig under key %q: %w", name, req.NamespacedName, p.opts.KubeconfigSecretKey, redact.Error(err, data))
-		p.warn(secretRef(secret), ReasonInvalidKubeconfig, err)
-		return reconcile.Result{}, err
+		reason := ReasonInvalidKubeconfig
+		if errors.Is(err, pkgclusters.ErrKubeconfigRefused) {
+			reason = ReasonKubeconfigRefused
+		}
+		// A bad kubeconfig stays bad until the Secret changes, which
+		// reconciles it again: no retries.
+		err = fmt.Errorf("cluster %q: Secret %s: kubeconfig under key %q: %w", name, req.NamespacedName, p.opts.KubeconfigSecretKey, redact.Error(err, data))
+		p.warn(secretRef(secret), reason, err)
+		return reconcile.Result{}, reconcile.TerminalError(err)
 	}
 
 	if _, ok := p.members.Hash(name); ok {
@@ -224,7 +261,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	ref := secretRef(secret)
 	p.members.Set(name, hash, cfg, func(err error) {
 		if err != nil {
-			p.warn(ref, ReasonEngageFailed, err)
+			p.warn(ref, ReasonEngageFailed, redact.Error(err, data))
 			return
 		}
 		p.recorder.Eventf(ref, nil, corev1.EventTypeNormal, ReasonEngaged, "Engage", "Cluster %q engaged", name)
@@ -232,8 +269,33 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	return reconcile.Result{}, nil
 }
 
+// labelledSecret returns the Secret of req if it carries one of the label
+// keys with the value "true" and is not being deleted, else nil.
+func (p *Provider) labelledSecret(ctx context.Context, req reconcile.Request) (*corev1.Secret, error) {
+	for _, r := range p.readers {
+		secret := &corev1.Secret{}
+		if err := r.Get(ctx, req.NamespacedName, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, err
+		}
+		if !secret.DeletionTimestamp.IsZero() {
+			return nil, nil
+		}
+		for _, key := range p.labels {
+			if secret.Labels[key] == "true" {
+				return secret, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// warn records a Warning Event on the Secret. Everything it says passes
+// through redaction: errors may quote server URLs and kubeconfig content.
 func (p *Provider) warn(secret *corev1.Secret, reason string, err error) {
-	p.recorder.Eventf(secret, nil, corev1.EventTypeWarning, reason, "Engage", "%s", err.Error())
+	p.recorder.Eventf(secret, nil, corev1.EventTypeWarning, reason, "Engage", "%s", redact.Err(err).Error())
 }
 
 // secretRef keeps what an Event needs of a Secret, and not its data.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -12,12 +14,15 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 )
 
 const (
@@ -29,6 +34,10 @@ const (
 	// DefaultTokenExpiration is the lifetime Register requests for the token.
 	// The member's API server may grant less; register again to rotate.
 	DefaultTokenExpiration = 365 * 24 * time.Hour
+	// TokenBindingLabel marks the member Secrets that Register binds its
+	// tokens to; the value is the ServiceAccount's name. Deleting one revokes
+	// the token bound to it.
+	TokenBindingLabel = "multicluster-runtime.io/token-binding"
 )
 
 // RegisterOptions configure Register.
@@ -51,12 +60,39 @@ type RegisterOptions struct {
 	// "multicluster-runtime:<namespace>:<name>". Empty grants nothing beyond
 	// what every authenticated user may do.
 	Rules []rbacv1.PolicyRule
-	// TokenExpiration is the token lifetime requested. Defaults to
-	// DefaultTokenExpiration.
+	// TokenExpiration is the token lifetime requested. Zero means
+	// DefaultTokenExpiration; a negative value is an error.
 	TokenExpiration time.Duration
 	// Server is the member's API server URL as the host's controllers reach
-	// it. Defaults to the member config's host.
+	// it: an https URL without credentials or query. Defaults to the member
+	// config's host.
 	Server string
+}
+
+// Validate refuses options that would write an unusable or surprising Secret,
+// before anything is created.
+func (o *RegisterOptions) Validate() error {
+	if o.ClusterName == "" {
+		return errors.New("kubeconfig register: ClusterName is required")
+	}
+	if errs := validation.IsDNS1123Subdomain(o.ClusterName); len(errs) > 0 {
+		return fmt.Errorf("kubeconfig register: ClusterName %q names the Secret and must be a DNS subdomain: %s", o.ClusterName, strings.Join(errs, "; "))
+	}
+	if o.TokenExpiration < 0 {
+		return fmt.Errorf("kubeconfig register: TokenExpiration %s must be positive", o.TokenExpiration)
+	}
+	if o.Server != "" {
+		u, err := url.Parse(o.Server)
+		switch {
+		case err != nil:
+			return fmt.Errorf("kubeconfig register: Server %q is not a URL", redact.URL(o.Server))
+		case u.Scheme != "https" || u.Host == "":
+			return fmt.Errorf("kubeconfig register: Server %q must be an https URL with a host", redact.URL(o.Server))
+		case u.User != nil || u.RawQuery != "" || u.Fragment != "":
+			return fmt.Errorf("kubeconfig register: Server %q must not carry credentials, a query or a fragment", redact.URL(o.Server))
+		}
+	}
+	return nil
 }
 
 // Register makes a member cluster part of the fleet: in the member (reached
@@ -65,16 +101,27 @@ type RegisterOptions struct {
 // token for it; on the host it creates or updates the labelled Secret holding
 // a kubeconfig with that token. Running it again rotates the token and
 // updates the rules. The token is never returned or logged.
-func Register(ctx context.Context, memberConfig *rest.Config, host client.Client, opts RegisterOptions) (*corev1.Secret, error) {
-	if opts.ClusterName == "" {
-		return nil, errors.New("kubeconfig register: ClusterName is required")
+//
+// The token is bound to a Secret created in the member for this registration
+// (in the ServiceAccount's namespace, owned by the ServiceAccount): if a
+// later step fails, Register deletes that Secret, which revokes the token, and
+// every other object it created in this call.
+func Register(ctx context.Context, memberConfig *rest.Config, host client.Client, opts RegisterOptions) (_ *corev1.Secret, err error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
 	}
 	setRegisterDefaults(&opts)
 	member, err := client.New(memberConfig, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: connecting to the member: %w", opts.ClusterName, err)
 	}
-	token, err := serviceAccountToken(ctx, member, opts)
+	var created []client.Object
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, cleanup(member, created))
+		}
+	}()
+	token, err := serviceAccountToken(ctx, member, opts, &created)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", opts.ClusterName, err)
 	}
@@ -100,6 +147,25 @@ func Register(ctx context.Context, memberConfig *rest.Config, host client.Client
 	return secret, nil
 }
 
+// cleanupTimeout bounds the clean-up after a failed registration, which runs
+// even when the registration's context is done.
+const cleanupTimeout = 30 * time.Second
+
+// cleanup deletes what a failed registration created in the member, newest
+// first: the token binding first, which revokes the token.
+func cleanup(member client.Client, created []client.Object) error {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	var errs []error
+	for i := len(created) - 1; i >= 0; i-- {
+		obj := created[i]
+		if err := member.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("cleaning up %T %q in the member: %w", obj, client.ObjectKeyFromObject(obj), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func setRegisterDefaults(opts *RegisterOptions) {
 	if opts.Namespace == "" {
 		opts.Namespace = DefaultNamespace
@@ -123,35 +189,70 @@ func setRegisterDefaults(opts *RegisterOptions) {
 
 // serviceAccountToken creates the member's ServiceAccount and RBAC and
 // returns a fresh token for it.
-func serviceAccountToken(ctx context.Context, member client.Client, opts RegisterOptions) (string, error) {
+// Every object it creates is appended to created.
+func serviceAccountToken(ctx context.Context, member client.Client, opts RegisterOptions, created *[]client.Object) (string, error) {
+	createIfMissing := func(obj client.Object) error {
+		err := member.Create(ctx, obj)
+		if err == nil {
+			*created = append(*created, obj)
+			return nil
+		}
+		if apierrors.IsAlreadyExists(err) {
+			return member.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		}
+		return err
+	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: opts.ServiceAccountNamespace}}
-	if err := member.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := createIfMissing(ns); err != nil {
 		return "", fmt.Errorf("creating namespace %q: %w", ns.Name, err)
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: opts.ServiceAccountNamespace, Name: opts.ServiceAccountName}}
-	if err := member.Create(ctx, sa); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := createIfMissing(sa); err != nil {
 		return "", fmt.Errorf("creating ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)
 	}
 
 	rbacName := "multicluster-runtime:" + opts.ServiceAccountNamespace + ":" + opts.ServiceAccountName
 	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: rbacName}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, member, role, func() error {
+	res, err := controllerutil.CreateOrUpdate(ctx, member, role, func() error {
 		role.Rules = opts.Rules
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return "", fmt.Errorf("writing ClusterRole %q: %w", rbacName, err)
 	}
+	if res == controllerutil.OperationResultCreated {
+		*created = append(*created, role)
+	}
 	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: rbacName}}
-	if _, err := controllerutil.CreateOrUpdate(ctx, member, binding, func() error {
+	res, err = controllerutil.CreateOrUpdate(ctx, member, binding, func() error {
 		binding.RoleRef = rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: rbacName}
 		binding.Subjects = []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}}
 		return nil
-	}); err != nil {
+	})
+	if err != nil {
 		return "", fmt.Errorf("writing ClusterRoleBinding %q: %w", rbacName, err)
 	}
+	if res == controllerutil.OperationResultCreated {
+		*created = append(*created, binding)
+	}
+
+	// The token lives as long as this object: deleting it revokes the token.
+	bound := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace:    sa.Namespace,
+		GenerateName: sa.Name + "-token-binding-",
+		Labels:       map[string]string{TokenBindingLabel: sa.Name},
+		OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "v1", Kind: "ServiceAccount", Name: sa.Name, UID: sa.UID,
+		}},
+	}, Type: corev1.SecretTypeOpaque}
+	if err := member.Create(ctx, bound); err != nil {
+		return "", fmt.Errorf("creating the token binding Secret in %q: %w", sa.Namespace, err)
+	}
+	*created = append(*created, bound)
 
 	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
 		ExpirationSeconds: ptr.To(int64(opts.TokenExpiration / time.Second)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Secret", Name: bound.Name, UID: bound.UID},
 	}}
 	if err := member.SubResource("token").Create(ctx, sa, req); err != nil {
 		return "", fmt.Errorf("requesting a token for ServiceAccount %s/%s: %w", sa.Namespace, sa.Name, err)

@@ -2,11 +2,16 @@ package kubeconfig_test
 
 import (
 	"context"
+	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -55,5 +60,100 @@ func TestRegisterEngagesWithAServiceAccountToken(t *testing.T) {
 	}
 	if contains(e.logs.String(), token) {
 		t.Fatal("the ServiceAccount token leaked into the logs")
+	}
+}
+
+func TestRegisterRefusesBadOptionsBeforeCreatingAnything(t *testing.T) {
+	ctx := context.Background()
+	for name, opts := range map[string]kubeconfig.RegisterOptions{
+		"negative expiration": {ClusterName: "x", TokenExpiration: -time.Hour},
+		"http server":         {ClusterName: "x", Server: "http://10.0.0.1:6443"},
+		"not a url":           {ClusterName: "x", Server: "10.0.0.1:6443"},
+		"server credentials":  {ClusterName: "x", Server: "https://admin:pl4nted@10.0.0.1:6443"},
+		"bad cluster name":    {ClusterName: "Bad_Name\n"},
+	} {
+		// A member that does not exist: validation must fail before any call.
+		unreachable := &rest.Config{Host: "https://127.0.0.1:1"}
+		_, err := kubeconfig.Register(ctx, unreachable, nil, opts)
+		if err == nil {
+			t.Errorf("%s: accepted", name)
+			continue
+		}
+		if strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "pl4nted") {
+			t.Errorf("%s: failed later than validation, or leaked: %v", name, err)
+		}
+	}
+}
+
+// When the host-side write fails, what Register created in the member is
+// deleted, and the token it requested is revoked with its binding.
+func TestRegisterCleansUpWhenTheHostWriteFails(t *testing.T) {
+	e := start(t)
+	ctx := context.Background()
+	member, err := client.New(fleet.Config(1), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// This identity may read Secrets on the host but not write them.
+	readOnlyHost, err := client.New(namespaceScopedIdentity(t, e.ns), client.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	saNS := "reg-" + e.ns
+	opts := kubeconfig.RegisterOptions{ClusterName: "cleanup", Namespace: e.ns, ServiceAccountNamespace: saNS, ServiceAccountName: "fleet"}
+	if _, err := kubeconfig.Register(ctx, fleet.Config(1), readOnlyHost, opts); !apierrors.IsForbidden(err) {
+		t.Fatalf("Register with a read-only host: %v, want Forbidden", err)
+	}
+	gone := func(obj client.Object) bool {
+		err := member.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+		return apierrors.IsNotFound(err) || (err == nil && !obj.GetDeletionTimestamp().IsZero())
+	}
+	rbacName := "multicluster-runtime:" + saNS + ":fleet"
+	for _, obj := range []client.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: saNS}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: saNS, Name: "fleet"}},
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: rbacName}},
+		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: rbacName}},
+	} {
+		if !gone(obj) {
+			t.Errorf("%T %s left behind in the member", obj, client.ObjectKeyFromObject(obj))
+		}
+	}
+
+	// With a registration in place, a failed rotation keeps it and revokes
+	// only the token it requested: one token binding remains, the working one.
+	opts.ServiceAccountNamespace = saNS + "-b"
+	opts.Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}
+	if _, err := kubeconfig.Register(ctx, fleet.Config(1), e.host, opts); err != nil {
+		t.Fatal(err)
+	}
+	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"cleanup": 1})
+	if _, err := kubeconfig.Register(ctx, fleet.Config(1), readOnlyHost, opts); !apierrors.IsForbidden(err) {
+		t.Fatalf("Register with a read-only host: %v, want Forbidden", err)
+	}
+	var bindings corev1.SecretList
+	if err := member.List(ctx, &bindings, client.InNamespace(opts.ServiceAccountNamespace), client.HasLabels{kubeconfig.TokenBindingLabel}); err != nil {
+		t.Fatal(err)
+	}
+	live := 0
+	for _, b := range bindings.Items {
+		if b.DeletionTimestamp.IsZero() {
+			live++
+		}
+	}
+	if live != 1 {
+		t.Errorf("%d token bindings in the member after a failed rotation, want 1", live)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: opts.ServiceAccountNamespace, Name: "fleet"}}
+	if gone(sa) {
+		t.Error("a failed rotation deleted the ServiceAccount of the working registration")
+	}
+	// The working registration still works.
+	cl := e.tracker.Snapshot()["cleanup"]
+	if cl == nil {
+		t.Fatal("the registered cluster is no longer engaged")
+	}
+	if err := cl.GetAPIReader().List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default")); err != nil {
+		t.Errorf("the working token no longer works: %v", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 )
 
@@ -175,32 +177,71 @@ func (vc *virtualCluster) GetEventRecorder(name string) recorder.EventRecorder {
 	return &eventsRecorder{vc: vc, r: vc.p.cl.GetEventRecorder(name)}
 }
 
-// toBacking returns obj as the shared API server knows it, for recorders:
-// a copy in the backing namespace if it is in the virtual one.
-func (vc *virtualCluster) toBacking(obj runtime.Object) runtime.Object {
+// errOutsideNamespace is why a recorder drops an event.
+var errOutsideNamespace = errors.New("the object is outside the virtual cluster's namespace")
+
+// toBacking returns obj as the shared API server knows it, for recorders: a
+// copy in the backing namespace if it is in the virtual one. An object of
+// another namespace, or a cluster-scoped one, is refused: its Event would land
+// in a namespace that belongs to another virtual cluster (Events about
+// cluster-scoped objects go to the server's "default" namespace).
+func (vc *virtualCluster) toBacking(obj runtime.Object) (runtime.Object, error) {
 	switch o := obj.(type) {
 	case nil:
-		return nil
+		return nil, nil
 	case *corev1.ObjectReference:
-		if o.Namespace != VirtualNamespace {
-			return o
+		switch o.Namespace {
+		case vc.namespace:
+			return o, nil
+		case VirtualNamespace:
+			c := *o
+			c.Namespace = vc.namespace
+			return &c, nil
 		}
-		c := *o
-		c.Namespace = vc.namespace
-		return &c
+		return nil, fmt.Errorf("%w: %s %q in namespace %q", errOutsideNamespace, o.Kind, o.Name, o.Namespace)
 	case client.Object:
-		if o.GetNamespace() != VirtualNamespace && o.GetNamespace() != "" {
-			return o
+		namespaced, err := vc.scope.namespaced(o)
+		if err != nil {
+			return nil, fmt.Errorf("event about %T %q: %w", o, o.GetName(), err)
 		}
-		if namespaced, err := vc.scope.namespaced(o); err != nil || !namespaced {
-			return o
+		switch {
+		case !namespaced:
+			return nil, fmt.Errorf("%w: cluster-scoped %T %q", errOutsideNamespace, o, o.GetName())
+		case o.GetNamespace() == vc.namespace:
+			return o, nil
+		case o.GetNamespace() == VirtualNamespace || o.GetNamespace() == "":
+			c := o.DeepCopyObject().(client.Object)
+			c.SetNamespace(vc.namespace)
+			return c, nil
 		}
-		c := o.DeepCopyObject().(client.Object)
-		c.SetNamespace(vc.namespace)
-		return c
+		return nil, fmt.Errorf("%w: %T %q in namespace %q", errOutsideNamespace, o, o.GetName(), o.GetNamespace())
 	}
-	return obj
+	return nil, fmt.Errorf("%w: %T is not a Kubernetes object", errOutsideNamespace, obj)
 }
+
+// mapEvent maps an event's objects into the backing namespace, or logs and
+// counts why the event is dropped.
+func (vc *virtualCluster) mapEvent(reason string, objs ...runtime.Object) ([]runtime.Object, bool) {
+	out := make([]runtime.Object, len(objs))
+	for i, obj := range objs {
+		mapped, err := vc.toBacking(obj)
+		if err != nil {
+			droppedEvents.Inc()
+			vc.p.log.Error(err, "Dropped an event recorded through a virtual cluster's recorder", "cluster", vc.namespace, "reason", reason)
+			return nil, false
+		}
+		out[i] = mapped
+	}
+	return out, true
+}
+
+// droppedEvents counts the events virtual clusters' recorders refuse.
+var droppedEvents = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "multicluster_namespace_dropped_events_total",
+	Help: "Events recorded through a namespace virtual cluster's recorder about an object outside its namespace, dropped.",
+})
+
+func init() { metrics.Registry.MustRegister(droppedEvents) }
 
 // legacyRecorder records core/v1 Events in the backing namespace.
 type legacyRecorder struct {
@@ -212,17 +253,23 @@ var _ record.EventRecorder = &legacyRecorder{}
 
 // Event records an event about object.
 func (l *legacyRecorder) Event(object runtime.Object, eventtype, reason, message string) {
-	l.r.Event(l.vc.toBacking(object), eventtype, reason, message)
+	if objs, ok := l.vc.mapEvent(reason, object); ok {
+		l.r.Event(objs[0], eventtype, reason, message)
+	}
 }
 
 // Eventf records a formatted event about object.
 func (l *legacyRecorder) Eventf(object runtime.Object, eventtype, reason, messageFmt string, args ...any) {
-	l.r.Eventf(l.vc.toBacking(object), eventtype, reason, messageFmt, args...)
+	if objs, ok := l.vc.mapEvent(reason, object); ok {
+		l.r.Eventf(objs[0], eventtype, reason, messageFmt, args...)
+	}
 }
 
 // AnnotatedEventf records a formatted, annotated event about object.
 func (l *legacyRecorder) AnnotatedEventf(object runtime.Object, annotations map[string]string, eventtype, reason, messageFmt string, args ...any) {
-	l.r.AnnotatedEventf(l.vc.toBacking(object), annotations, eventtype, reason, messageFmt, args...)
+	if objs, ok := l.vc.mapEvent(reason, object); ok {
+		l.r.AnnotatedEventf(objs[0], annotations, eventtype, reason, messageFmt, args...)
+	}
 }
 
 // eventsRecorder records events.k8s.io/v1 Events in the backing namespace.
@@ -235,12 +282,16 @@ var _ recorder.EventRecorder = &eventsRecorder{}
 
 // Eventf records an event about regarding.
 func (e *eventsRecorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
-	e.r.Eventf(e.vc.toBacking(regarding), e.vc.toBacking(related), eventtype, reason, action, note, args...)
+	if objs, ok := e.vc.mapEvent(reason, regarding, related); ok {
+		e.r.Eventf(objs[0], objs[1], eventtype, reason, action, note, args...)
+	}
 }
 
 // AnnotatedEventf records an annotated event about regarding.
 func (e *eventsRecorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...any) {
-	e.r.AnnotatedEventf(e.vc.toBacking(regarding), e.vc.toBacking(related), annotations, eventtype, reason, action, note, args...)
+	if objs, ok := e.vc.mapEvent(reason, regarding, related); ok {
+		e.r.AnnotatedEventf(objs[0], objs[1], annotations, eventtype, reason, action, note, args...)
+	}
 }
 
 // virtualCache is a virtual cluster's view of the shared cache: reads are

@@ -11,6 +11,10 @@
 // verb of client.Client: Get, List (label and field selectors, MatchingFields
 // on indexes), Create, Update, Patch (merge, JSON, strategic merge and
 // server-side apply), Apply, Delete, DeleteAllOf, Status() and SubResource().
+// Its event recorders drop, with an error log line and a count in
+// multicluster_namespace_dropped_events_total, events about objects of other
+// namespaces or cluster-scoped ones: those Events would land in a namespace
+// that belongs to another virtual cluster.
 //
 // # One shared cache
 //

@@ -1,0 +1,37 @@
+package clusters_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+)
+
+func TestValidateClusterName(t *testing.T) {
+	for _, ok := range []string{"eu-west-1", "/etc/kube/fleet.yaml+admin@prod", "team/a", "ünïcode", strings.Repeat("a", clusters.MaxClusterNameLength)} {
+		if err := clusters.ValidateClusterName(ok); err != nil {
+			t.Errorf("%q refused: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{
+		"",
+		strings.Repeat("a", clusters.MaxClusterNameLength+1),
+		"prod\nINFO forged log line",
+		"prod\x1b[2Jcleared",
+		"tab\there",
+		"nul\x00",
+		"bidi\u202eeman",
+		"zero\u200bwidth",
+		"bad-utf8\xff",
+	} {
+		err := clusters.ValidateClusterName(bad)
+		if !errors.Is(err, clusters.ErrInvalidClusterName) {
+			t.Errorf("%q accepted (err %v)", bad, err)
+			continue
+		}
+		if strings.ContainsAny(err.Error(), "\n\x1b\x00\u202e") {
+			t.Errorf("the error prints the raw name: %q", err.Error())
+		}
+	}
+}
