@@ -263,6 +263,7 @@ type profile struct {
 	healthy    bool
 	providers  []string
 	deprecated bool // offer them under status.credentialProviders
+	context    int  // the member whose context the extension names (0: member)
 	properties map[string]string
 }
 
@@ -300,7 +301,7 @@ func (e *env) setStatus(t *testing.T, cp *v1alpha1.ClusterProfile, p profile) {
 	}
 	var aps []v1alpha1.AccessProvider
 	for _, name := range p.providers {
-		aps = append(aps, v1alpha1.AccessProvider{Name: name, Cluster: memberCluster(t, p.member)})
+		aps = append(aps, v1alpha1.AccessProvider{Name: name, Cluster: memberCluster(t, p.member, p.context)})
 	}
 	cp.Status.AccessProviders, cp.Status.CredentialProviders = aps, nil
 	if p.deprecated {
@@ -312,11 +313,15 @@ func (e *env) setStatus(t *testing.T, cp *v1alpha1.ClusterProfile, p profile) {
 }
 
 // memberCluster is member m's kubeconfig cluster entry, without
-// credentials, with the plugin's extension naming its context.
-func memberCluster(t *testing.T, m int) clientcmdv1.Cluster {
+// credentials, with the plugin's extension naming the context of member
+// context (0: m). Member 0 stands for a server no context names.
+func memberCluster(t *testing.T, m, context int) clientcmdv1.Cluster {
 	t.Helper()
 	if m == 0 {
 		return clientcmdv1.Cluster{Server: "https://127.0.0.1:1"}
+	}
+	if context == 0 {
+		context = m
 	}
 	cfg := fleet.Config(m)
 	return clientcmdv1.Cluster{
@@ -324,7 +329,7 @@ func memberCluster(t *testing.T, m int) clientcmdv1.Cluster {
 		CertificateAuthorityData: cfg.CAData,
 		Extensions: []clientcmdv1.NamedExtension{{
 			Name:      "client.authentication.k8s.io/exec",
-			Extension: runtime.RawExtension{Raw: []byte(`{"context":"member-` + strconv.Itoa(m) + `"}`)},
+			Extension: runtime.RawExtension{Raw: []byte(`{"context":"member-` + strconv.Itoa(context) + `"}`)},
 		}},
 	}
 }

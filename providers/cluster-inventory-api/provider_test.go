@@ -85,6 +85,9 @@ func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
 	e.create(t, profile{name: "exits", member: 2, healthy: true, providers: []string{"exits-non-zero"}})
 	e.create(t, profile{name: "garbage", member: 2, healthy: true, providers: []string{"bad-json"}})
 	e.create(t, profile{name: "unknown-server", member: 0, healthy: true, providers: []string{"sa-token"}})
+	// The exec extension reaches the plugin, which refuses a context whose
+	// server is not the profile's.
+	e.create(t, profile{name: "wrong-context", member: 1, context: 2, healthy: true, providers: []string{"sa-token"}})
 	unknown := e.create(t, profile{name: "unknown", member: 2, healthy: true, providers: []string{"gcp", "azure"}})
 	good := e.ns + "/good"
 	engaged := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 1})
@@ -93,6 +96,7 @@ func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
 		"exits":          clusterinventoryapi.ReasonEngageFailed,
 		"garbage":        clusterinventoryapi.ReasonEngageFailed,
 		"unknown-server": clusterinventoryapi.ReasonEngageFailed, // the plugin refuses a server the operator does not know
+		"wrong-context":  clusterinventoryapi.ReasonEngageFailed,
 		"unknown":        clusterinventoryapi.ReasonNoAccessProvider,
 	}
 	ctx := context.Background()
@@ -141,11 +145,11 @@ func TestClusterIDNaming(t *testing.T) {
 	p := withID("eu-1", 1)
 	p.name = "first"
 	first := e.create(t, p)
+	engaged := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 1})
 	p = withID("eu-1", 2)
 	p.name = "duplicate"
 	e.create(t, p)
 	e.create(t, profile{name: "no-id", member: 2, healthy: true, providers: []string{"sa-token"}})
-	engaged := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 1})
 	if key, ok := e.provider.ProfileOf("eu-1"); !ok || key.Name != "first" {
 		t.Errorf("ProfileOf(eu-1) = %v, %v; want the profile first", key, ok)
 	}
@@ -158,6 +162,9 @@ func TestClusterIDNaming(t *testing.T) {
 	mctest.Eventually(t, time.Minute, func() error {
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
+		}
+		if got := e.tracker.Snapshot(); len(got) != 1 || got["eu-1"] != engaged["eu-1"] {
+			return fmt.Errorf("engaged %v, want only the first eu-1", got)
 		}
 		if !hasWarning(events.Items, "no-id", clusterinventoryapi.ReasonInvalidProfile) {
 			return fmt.Errorf("no %s Event on the profile without an ID", clusterinventoryapi.ReasonInvalidProfile)
