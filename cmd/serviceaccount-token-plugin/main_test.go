@@ -33,7 +33,7 @@ func TestContextForMatchesTheServer(t *testing.T) {
 	})
 	for _, tc := range []struct {
 		server, want, got string
-		fails              bool
+		fails             bool
 	}{
 		{server: "https://a.example:6443", got: "a"},
 		{server: "https://a.example:6443/", got: "a"},
