@@ -96,6 +96,7 @@ var ErrNoAccessProvider = errors.New("no configured access provider")
 func SelectAccessProvider(profile *v1alpha1.ClusterProfile, configured []AccessProvider) (AccessProvider, v1alpha1.AccessProvider, error) {
 	offered := profile.Status.AccessProviders
 	if len(offered) == 0 {
+		//lint:ignore SA1019 the KEP's fallback: read while inventories still write it
 		offered = profile.Status.CredentialProviders
 	}
 	for _, ap := range configured {

@@ -74,6 +74,7 @@ func TestSelectAccessProviderPrefersTheConfiguredOrder(t *testing.T) {
 	}
 
 	// The deprecated field is read when the new one is empty.
+	//lint:ignore SA1019 the fallback to the deprecated field is under test
 	deprecated := &v1alpha1.ClusterProfile{Status: v1alpha1.ClusterProfileStatus{CredentialProviders: []v1alpha1.CredentialProvider{
 		{Name: "second", Cluster: clientcmdv1.Cluster{Server: "https://second"}},
 	}}}

@@ -303,8 +303,10 @@ func (e *env) setStatus(t *testing.T, cp *v1alpha1.ClusterProfile, p profile) {
 	for _, name := range p.providers {
 		aps = append(aps, v1alpha1.AccessProvider{Name: name, Cluster: memberCluster(t, p.member, p.context)})
 	}
+	//lint:ignore SA1019 profiles written with the deprecated field are under test
 	cp.Status.AccessProviders, cp.Status.CredentialProviders = aps, nil
 	if p.deprecated {
+		//lint:ignore SA1019 profiles written with the deprecated field are under test
 		cp.Status.AccessProviders, cp.Status.CredentialProviders = nil, aps
 	}
 	if err := e.hub.Status().Update(ctx, cp); err != nil {

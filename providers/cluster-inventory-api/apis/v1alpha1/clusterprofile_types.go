@@ -101,6 +101,7 @@ type ClusterProfileStatus struct {
 	// AccessProviders is empty.
 	//
 	// Deprecated: use AccessProviders.
+	//
 	// +optional
 	// +listType=map
 	// +listMapKey=name
