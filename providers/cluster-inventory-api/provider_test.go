@@ -76,9 +76,16 @@ func TestProfilesEngageThroughThePluginAndFollowHealth(t *testing.T) {
 }
 
 func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
+	// The plugins' environment is the operator's configuration: it may hold
+	// secrets, and must not be logged.
+	const secretEnv = "env-s3cret-never-logged"
+	saToken := pluginProvider(t, "sa-token", "-service-account="+saName)
+	exits := pluginProvider(t, "exits-non-zero") // no -service-account: the plugin exits 1
+	for _, ap := range []*clusterinventoryapi.AccessProvider{&saToken, &exits} {
+		ap.ExecConfig.Env = []clientcmdv1.ExecEnvVar{{Name: "PLUGIN_SECRET", Value: secretEnv}}
+	}
 	e := start(t, clusterinventoryapi.Options{AccessProviders: []clusterinventoryapi.AccessProvider{
-		pluginProvider(t, "sa-token", "-service-account="+saName),
-		pluginProvider(t, "exits-non-zero"), // no -service-account: the plugin exits 1
+		saToken, exits,
 		{Name: "bad-json", ExecConfig: echo("client.authentication.k8s.io/v1", "not an ExecCredential")},
 	}})
 	e.create(t, profile{name: "good", member: 1, healthy: true, providers: []string{"sa-token"}})
@@ -128,8 +135,24 @@ func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
 	if after[good] != engaged[good] || e.tracker.Count(good) != 1 {
 		t.Error("failures of other profiles re-created the healthy cluster")
 	}
-	if n := strings.Count(e.logs.String(), "exits-non-zero"); n == 0 {
+	logs := e.logs.String()
+	if !strings.Contains(logs, "exits-non-zero") {
 		t.Error("the failing access provider is not named in the logs")
+	}
+	// Neither the plugins' environment nor a token (a JWT: "eyJ...") appears
+	// in logs or Events.
+	if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, leak := range []string{secretEnv, "eyJ"} {
+		if strings.Contains(logs, leak) {
+			t.Errorf("the logs carry %q", leak)
+		}
+		for _, ev := range events.Items {
+			if strings.Contains(ev.Note, leak) {
+				t.Errorf("Event on %s carries %q: %s", ev.Regarding.Name, leak, ev.Note)
+			}
+		}
 	}
 }
 
