@@ -353,6 +353,17 @@ func (p *Provider) remember(key types.NamespacedName, name multicluster.ClusterN
 	defer p.mu.Unlock()
 	p.byProfile[key] = name
 	p.byCluster[name] = profileInfo{key: key, clusterSet: set}
+	p.unwaitLocked(key)
+}
+
+// unwaitLocked drops the profile key from every name it waits for.
+func (p *Provider) unwaitLocked(key types.NamespacedName) {
+	for name, keys := range p.waiting {
+		delete(keys, key)
+		if len(keys) == 0 {
+			delete(p.waiting, name)
+		}
+	}
 }
 
 // wait records that the profile key wants name, held by another profile.
@@ -369,6 +380,7 @@ func (p *Provider) wait(name multicluster.ClusterName, key types.NamespacedName)
 // again the profiles that wanted its name.
 func (p *Provider) forget(log logr.Logger, key types.NamespacedName, why string) {
 	p.mu.Lock()
+	p.unwaitLocked(key)
 	name, ok := p.byProfile[key]
 	delete(p.byProfile, key)
 	var waiting map[types.NamespacedName]bool
