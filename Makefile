@@ -2,6 +2,7 @@
 SHELL := /usr/bin/env bash
 GO ?= go
 STATICCHECK_VERSION ?= v0.8.2
+CONTROLLER_GEN_VERSION ?= v0.23.0
 BIN := $(CURDIR)/bin
 # Every module of the workspace (go.work): the root module and the providers with their own go.mod.
 MODULE_DIRS = $(shell $(GO) list -m -f '{{.Dir}}')
@@ -11,7 +12,7 @@ BENCH ?= .
 # The benchmarks drive real API servers; one iteration each gives their figures.
 BENCHTIME ?= 1x
 
-.PHONY: all test lint bench demo envtest-assets staticcheck
+.PHONY: all test lint bench demo envtest-assets staticcheck controller-gen generate verify-generate
 
 all: lint test
 
@@ -29,6 +30,7 @@ test:
 
 ## lint: gofmt, go vet and staticcheck on every module.
 lint: staticcheck
+	@$(MAKE) --no-print-directory verify-generate
 	@unformatted="$$(gofmt -l $(MODULE_DIRS))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
 	@fail=0; for dir in $(MODULE_DIRS); do \
@@ -40,6 +42,28 @@ staticcheck: $(BIN)/staticcheck-$(STATICCHECK_VERSION)
 $(BIN)/staticcheck-$(STATICCHECK_VERSION):
 	@mkdir -p $(BIN)
 	GOBIN=$(BIN) GOWORK=off $(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)
+	@touch $@
+
+# Generated from the ClusterProfile API types: deepcopy functions and the CRD.
+INVENTORY_API := providers/cluster-inventory-api
+GENERATE_ARGS = object paths=./$(INVENTORY_API)/apis/... crd paths=./$(INVENTORY_API)/apis/...
+
+## generate: regenerate the ClusterProfile deepcopy functions and CRD with the pinned controller-gen.
+generate: controller-gen
+	$(BIN)/controller-gen $(GENERATE_ARGS) output:crd:dir=$(INVENTORY_API)/config/crd
+
+## verify-generate: fail when the checked-in generated files differ from what `make generate` writes.
+verify-generate: controller-gen
+	@tmp="$$(mktemp -d)"; trap 'rm -rf "$$tmp"' EXIT; \
+	$(BIN)/controller-gen $(GENERATE_ARGS) output:object:dir="$$tmp" output:crd:dir="$$tmp" || exit 1; \
+	diff -u $(INVENTORY_API)/apis/v1alpha1/zz_generated.deepcopy.go "$$tmp/zz_generated.deepcopy.go" && \
+	diff -u $(INVENTORY_API)/config/crd/multicluster.x-k8s.io_clusterprofiles.yaml "$$tmp/multicluster.x-k8s.io_clusterprofiles.yaml" || \
+	{ echo "generated files are out of date: run make generate"; exit 1; }
+
+controller-gen: $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+$(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) GOWORK=off $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	@touch $@
 
 ## bench: run every benchmark once (figures are printed; nothing is asserted on time).
