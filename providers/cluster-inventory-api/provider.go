@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -48,11 +47,6 @@ const (
 	ReasonDuplicateName    = "DuplicateClusterName"
 	ReasonEngageFailed     = "ClusterEngageFailed"
 	ReasonEngaged          = "ClusterEngaged"
-)
-
-const (
-	minRetryBackoff = time.Second
-	maxRetryBackoff = time.Minute
 )
 
 // Options configure a Provider.
@@ -110,8 +104,6 @@ func Property(p *v1alpha1.ClusterProfile, name string) (string, bool) {
 // Provider engages one cluster per ready ClusterProfile on the host cluster.
 // Create it with New, pass it to mcmanager.New, and call SetupWithManager.
 type Provider struct {
-	pkgclusters.Clusters[cluster.Cluster]
-
 	opts    Options
 	members pkgclusters.Members
 	started chan struct{} // closed once Start has bound the provider to its run
@@ -151,7 +143,6 @@ func New(opts Options) (*Provider, error) {
 		opts.ClusterName = NamespacedName
 	}
 	p := &Provider{
-		Clusters:  pkgclusters.New[cluster.Cluster](),
 		opts:      opts,
 		started:   make(chan struct{}),
 		log:       logr.Discard(),
@@ -160,12 +151,7 @@ func New(opts Options) (*Provider, error) {
 		waiting:   map[multicluster.ClusterName]map[types.NamespacedName]bool{},
 		retry:     make(chan event.TypedGenericEvent[*v1alpha1.ClusterProfile]),
 	}
-	p.members = pkgclusters.Members{
-		Clusters:       &p.Clusters,
-		ClusterOptions: opts.ClusterOptions,
-		MinBackoff:     minRetryBackoff,
-		MaxBackoff:     maxRetryBackoff,
-	}
+	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
 	return p, nil
 }
 
@@ -425,3 +411,17 @@ func profileRef(p *v1alpha1.ClusterProfile) *v1alpha1.ClusterProfile {
 		},
 	}
 }
+
+// Get returns the engaged cluster of name, or an error wrapping
+// multicluster.ErrClusterNotFound.
+func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	return p.members.Get(ctx, name)
+}
+
+// IndexField registers an index on every cluster of the provider, now and later.
+func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return p.members.IndexField(ctx, obj, field, extract)
+}
+
+// ClusterNames returns the names of the engaged clusters, sorted.
+func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.members.ClusterNames() }
