@@ -24,22 +24,40 @@ import (
 // requests. CacheSyncTimeout (default 2 minutes) also bounds how long engaging
 // one cluster may take: a cluster whose watches cannot be set up within it
 // fails to engage, without delaying the others.
-type Options = controller.TypedOptions[mcreconcile.Request]
+type Options = TypedOptions[mcreconcile.Request]
+
+// TypedOptions are Options for a controller with its own request type.
+type TypedOptions[request comparable] = controller.TypedOptions[request]
 
 // Controller is a controller-runtime controller that is also multicluster.Aware.
-type Controller interface {
-	controller.TypedController[mcreconcile.Request]
+type Controller = TypedController[mcreconcile.Request]
+
+// TypedController is a Controller with its own request type.
+type TypedController[request comparable] interface {
+	controller.TypedController[request]
 	multicluster.Aware
 
 	// MultiClusterWatch starts src in every cluster engaged now and later.
-	MultiClusterWatch(src mcsource.Source) error
+	MultiClusterWatch(src mcsource.TypedSource[request]) error
 }
 
 // New returns a controller added to mgr: it starts with the manager and is
 // engaged with every cluster the manager engages.
 func New(name string, mgr mcmanager.Manager, options Options) (Controller, error) {
+	return NewTyped(name, mgr, options)
+}
+
+// NewUnmanaged returns a controller that the caller starts and engages.
+// mgr supplies the host cluster, offered to sources under the name "".
+func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controller, error) {
+	return NewTypedUnmanaged(name, mgr, options)
+}
+
+// NewTyped is New for a controller with its own request type: the request
+// carries its cluster (see mcreconcile.ClusterAware).
+func NewTyped[request mcreconcile.ClusterAware[request]](name string, mgr mcmanager.Manager, options TypedOptions[request]) (TypedController[request], error) {
 	options.DefaultFromConfig(mgr.GetControllerOptions())
-	c, err := NewUnmanaged(name, mgr, options)
+	c, err := NewTypedUnmanaged(name, mgr, options)
 	if err != nil {
 		return nil, err
 	}
@@ -49,13 +67,12 @@ func New(name string, mgr mcmanager.Manager, options Options) (Controller, error
 	return c, nil
 }
 
-// NewUnmanaged returns a controller that the caller starts and engages.
-// mgr supplies the host cluster, offered to sources under the name "".
-func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controller, error) {
+// NewTypedUnmanaged is NewUnmanaged for a controller with its own request type.
+func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, mgr mcmanager.Manager, options TypedOptions[request]) (TypedController[request], error) {
 	if options.Reconciler == nil {
 		return nil, fmt.Errorf("controller %q: must specify Reconciler", name)
 	}
-	c := &mcController{
+	c := &mcController[request]{
 		name:     name,
 		host:     mgr.GetLocalManager(),
 		clusters: map[multicluster.ClusterName]*engagement{},
@@ -65,8 +82,8 @@ func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controll
 		c.timeout = 2 * time.Minute
 	}
 	user := options.Reconciler
-	options.Reconciler = mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-		if !c.isEngaged(req.ClusterName) {
+	options.Reconciler = reconcile.TypedFunc[request](func(ctx context.Context, req request) (reconcile.Result, error) {
+		if !c.isEngaged(req.Cluster()) {
 			// The cluster left after this request was queued: drop it, do not retry.
 			return reconcile.Result{}, nil
 		}
@@ -77,24 +94,24 @@ func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controll
 		return nil, err
 	}
 	c.TypedController = inner
-	if err := inner.Watch(&queueSource{c: c}); err != nil {
+	if err := inner.Watch(&queueSource[request]{c: c}); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-type mcController struct {
-	controller.TypedController[mcreconcile.Request]
+type mcController[request mcreconcile.ClusterAware[request]] struct {
+	controller.TypedController[request]
 
 	name    string
 	host    cluster.Cluster
 	timeout time.Duration
 
 	mu       sync.RWMutex
-	sources  []mcsource.Source
+	sources  []mcsource.TypedSource[request]
 	clusters map[multicluster.ClusterName]*engagement
-	queue    workqueue.TypedRateLimitingInterface[mcreconcile.Request] // set when the controller starts
-	ctx      context.Context                                           // the controller's, set with queue
+	queue    workqueue.TypedRateLimitingInterface[request] // set when the controller starts
+	ctx      context.Context                               // the controller's, set with queue
 }
 
 // engagement is one cluster's membership in this controller.
@@ -104,10 +121,10 @@ type engagement struct {
 	cancel context.CancelFunc
 }
 
-var _ Controller = &mcController{}
+var _ Controller = &mcController[mcreconcile.Request]{}
 
 // NeedLeaderElection reports whether the wrapped controller waits for leadership.
-func (c *mcController) NeedLeaderElection() bool {
+func (c *mcController[request]) NeedLeaderElection() bool {
 	if le, ok := c.TypedController.(manager.LeaderElectionRunnable); ok {
 		return le.NeedLeaderElection()
 	}
@@ -117,7 +134,7 @@ func (c *mcController) NeedLeaderElection() bool {
 // Engage starts every source of the controller in the cluster. Before the
 // controller has started, the cluster is remembered and its sources start
 // with the controller.
-func (c *mcController) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+func (c *mcController[request]) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if name == "" {
 		return errors.New(`the cluster name "" is reserved for the host cluster`)
 	}
@@ -139,7 +156,7 @@ func (c *mcController) Engage(ctx context.Context, name multicluster.ClusterName
 // and the sources to start in the cluster, nil before the controller runs.
 // Both are decided under one lock, so that a concurrent MultiClusterWatch
 // starts its source in this cluster or leaves it to us, never both.
-func (c *mcController) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.Source, error) {
+func (c *mcController[request]) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.TypedSource[request], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
@@ -158,10 +175,10 @@ func (c *mcController) engage(ctx context.Context, name multicluster.ClusterName
 	if c.queue == nil {
 		return e, nil, nil
 	}
-	return e, append([]mcsource.Source{}, c.sources...), nil
+	return e, append([]mcsource.TypedSource[request]{}, c.sources...), nil
 }
 
-func (c *mcController) isEngaged(name multicluster.ClusterName) bool {
+func (c *mcController[request]) isEngaged(name multicluster.ClusterName) bool {
 	if name == "" {
 		return true
 	}
@@ -173,7 +190,7 @@ func (c *mcController) isEngaged(name multicluster.ClusterName) bool {
 
 // MultiClusterWatch adds src and, once the controller runs, starts it in every
 // engaged cluster.
-func (c *mcController) MultiClusterWatch(src mcsource.Source) error {
+func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[request]) error {
 	c.mu.Lock()
 	c.sources = append(c.sources, src)
 	var engaged map[multicluster.ClusterName]*engagement
@@ -188,7 +205,7 @@ func (c *mcController) MultiClusterWatch(src mcsource.Source) error {
 	// Concurrently: an unreachable cluster costs its timeout once, not per cluster.
 	errs := make(chan error, len(engaged))
 	for name, e := range engaged {
-		go func() { errs <- c.startSources(e, name, []mcsource.Source{src}) }()
+		go func() { errs <- c.startSources(e, name, []mcsource.TypedSource[request]{src}) }()
 	}
 	var all []error
 	for range engaged {
@@ -200,7 +217,7 @@ func (c *mcController) MultiClusterWatch(src mcsource.Source) error {
 // startSources starts srcs in one cluster, bounded by the controller's
 // CacheSyncTimeout. On failure, whatever this attempt registered is removed
 // again; the engagement itself stays, for the caller to end or retry.
-func (c *mcController) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source) error {
+func (c *mcController[request]) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request]) error {
 	c.mu.RLock()
 	q := c.queue
 	c.mu.RUnlock()
@@ -246,7 +263,7 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 // sources are started again with backoff until they run or the cluster
 // disengages. A cluster that was unreachable when the controller started is
 // watched once it is back.
-func (c *mcController) startWithRetry(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source) {
+func (c *mcController[request]) startWithRetry(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request]) {
 	log := c.GetLogger().WithValues("cluster", clusterLabel(name))
 	backoff := retryMinBackoff
 	for {
@@ -273,7 +290,7 @@ const (
 )
 
 // forget removes the engagement e of name, unless it was replaced.
-func (c *mcController) forget(name multicluster.ClusterName, e *engagement) {
+func (c *mcController[request]) forget(name multicluster.ClusterName, e *engagement) {
 	c.mu.Lock()
 	if c.clusters[name] == e {
 		delete(c.clusters, name)
@@ -291,11 +308,11 @@ func clusterLabel(name multicluster.ClusterName) string {
 // queueSource is the one controller-runtime source of the wrapped controller.
 // Its Start hands over the controller's queue, which starts every source in
 // every cluster engaged so far.
-type queueSource struct{ c *mcController }
+type queueSource[request mcreconcile.ClusterAware[request]] struct{ c *mcController[request] }
 
-var _ source.TypedSource[mcreconcile.Request] = &queueSource{}
+var _ source.TypedSource[mcreconcile.Request] = &queueSource[mcreconcile.Request]{}
 
-func (s *queueSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+func (s *queueSource[request]) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) error {
 	c := s.c
 	c.mu.Lock()
 	c.queue, c.ctx = q, ctx
@@ -307,7 +324,7 @@ func (s *queueSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 	for name, e := range c.clusters {
 		pending[name] = e
 	}
-	srcs := append([]mcsource.Source(nil), c.sources...)
+	srcs := append([]mcsource.TypedSource[request](nil), c.sources...)
 	c.mu.Unlock()
 
 	// When the controller stops, so do its watches in every cluster.
@@ -327,4 +344,6 @@ func (s *queueSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 	return nil
 }
 
-func (s *queueSource) String() string { return fmt.Sprintf("multi-cluster sources of %q", s.c.name) }
+func (s *queueSource[request]) String() string {
+	return fmt.Sprintf("multi-cluster sources of %q", s.c.name)
+}
