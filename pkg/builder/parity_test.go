@@ -127,7 +127,7 @@ func TestBuilderRefusesMisuse(t *testing.T) {
 		}, "reconciler was set via WithOptions() and via Build() or Complete()"},
 		{"nil manager", func() error { return mcbuilder.ControllerManagedBy(nil).For(&corev1.ConfigMap{}).Complete(rec) }, "must provide a non-nil Manager"},
 		{"For with own request type", func() error {
-			return mcbuilder.TypedControllerManagedBy[keyRequest](e.mgr).Named(e.ns+"-f").For(&corev1.ConfigMap{}).Complete(&keyRecorder{})
+			return mcbuilder.TypedControllerManagedBy[keyRequest](e.mgr).Named(e.ns + "-f").For(&corev1.ConfigMap{}).Complete(&keyRecorder{})
 		}, "For() can only be used with mcreconcile.Request, got builder_test.keyRequest"},
 		{"duplicate name", func() error {
 			if err := e.builder("dup").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
