@@ -77,9 +77,10 @@ func (b *WebhookBuilder[T]) WithDefaulter(d admission.Defaulter[T], opts ...admi
 }
 
 // WithCustomDefaulter is WithDefaulter for controller-runtime's untyped
-// admission.CustomDefaulter.
+// admission.CustomDefaulter, kept so that code written against it compiles.
 //
-//nolint:staticcheck // kept for code that still uses the untyped interface
+// Deprecated: use WithDefaulter, as controller-runtime says.
+//
 func (b *WebhookBuilder[T]) WithCustomDefaulter(d admission.CustomDefaulter, opts ...admission.DefaulterOption) *WebhookBuilder[T] {
 	b.defaults = true
 	b.do(func(in *builder.WebhookBuilder[T]) { in.WithCustomDefaulter(d, opts...) })
@@ -94,9 +95,10 @@ func (b *WebhookBuilder[T]) WithValidator(v admission.Validator[T]) *WebhookBuil
 }
 
 // WithCustomValidator is WithValidator for controller-runtime's untyped
-// admission.CustomValidator.
+// admission.CustomValidator, kept so that code written against it compiles.
 //
-//nolint:staticcheck // kept for code that still uses the untyped interface
+// Deprecated: use WithValidator, as controller-runtime says.
+//
 func (b *WebhookBuilder[T]) WithCustomValidator(v admission.CustomValidator) *WebhookBuilder[T] {
 	b.validates = true
 	b.do(func(in *builder.WebhookBuilder[T]) { in.WithCustomValidator(v) })
