@@ -80,7 +80,6 @@ func (b *WebhookBuilder[T]) WithDefaulter(d admission.Defaulter[T], opts ...admi
 // admission.CustomDefaulter, kept so that code written against it compiles.
 //
 // Deprecated: use WithDefaulter, as controller-runtime says.
-//
 func (b *WebhookBuilder[T]) WithCustomDefaulter(d admission.CustomDefaulter, opts ...admission.DefaulterOption) *WebhookBuilder[T] {
 	b.defaults = true
 	b.do(func(in *builder.WebhookBuilder[T]) { in.WithCustomDefaulter(d, opts...) })
@@ -98,7 +97,6 @@ func (b *WebhookBuilder[T]) WithValidator(v admission.Validator[T]) *WebhookBuil
 // admission.CustomValidator, kept so that code written against it compiles.
 //
 // Deprecated: use WithValidator, as controller-runtime says.
-//
 func (b *WebhookBuilder[T]) WithCustomValidator(v admission.CustomValidator) *WebhookBuilder[T] {
 	b.validates = true
 	b.do(func(in *builder.WebhookBuilder[T]) { in.WithCustomValidator(v) })
