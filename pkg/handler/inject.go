@@ -2,6 +2,7 @@ package handler
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/util/workqueue"
@@ -67,10 +68,18 @@ type injecting[object client.Object, request mcreconcile.ClusterAware[request]] 
 	name     multicluster.ClusterName
 	inner    handler.TypedEventHandler[object, request]
 	preserve bool
+	// view is the injecting view of the last queue seen: a handler is fed
+	// by one queue, so events do not allocate a view each.
+	view atomic.Pointer[injectingQueue[request]]
 }
 
 func (h *injecting[object, request]) queue(q workqueue.TypedRateLimitingInterface[request]) workqueue.TypedRateLimitingInterface[request] {
-	return &injectingQueue[request]{TypedRateLimitingInterface: q, name: h.name, preserve: h.preserve}
+	if v := h.view.Load(); v != nil && v.TypedRateLimitingInterface == q {
+		return v
+	}
+	v := &injectingQueue[request]{TypedRateLimitingInterface: q, name: h.name, preserve: h.preserve}
+	h.view.Store(v)
+	return v
 }
 
 func (h *injecting[object, request]) Create(ctx context.Context, evt event.TypedCreateEvent[object], q workqueue.TypedRateLimitingInterface[request]) {
