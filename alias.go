@@ -7,6 +7,7 @@
 package multiclusterruntime
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -85,3 +86,18 @@ var (
 	// LoggerInto puts a logger into a context.
 	LoggerInto = log.IntoContext
 )
+
+// NewWebhookManagedBy starts building the webhooks for obj's type, served by
+// the host manager's webhook server; see mcbuilder.WebhookManagedBy.
+func NewWebhookManagedBy[T runtime.Object](mgr mcmanager.Manager, obj T) *mcbuilder.WebhookBuilder[T] {
+	return mcbuilder.WebhookManagedBy(mgr, obj)
+}
+
+// TypedBuilder builds multi-cluster controllers with their own request type.
+type TypedBuilder[request mcreconcile.ClusterAware[request]] = mcbuilder.TypedBuilder[request]
+
+// NewTypedControllerManagedBy starts building a multi-cluster controller with
+// its own request type; see mcbuilder.TypedControllerManagedBy.
+func NewTypedControllerManagedBy[request mcreconcile.ClusterAware[request]](mgr mcmanager.Manager) *mcbuilder.TypedBuilder[request] {
+	return mcbuilder.TypedControllerManagedBy[request](mgr)
+}

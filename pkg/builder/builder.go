@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
@@ -22,16 +23,22 @@ import (
 )
 
 // Builder builds a multi-cluster controller.
-type Builder struct {
+type Builder = TypedBuilder[mcreconcile.Request]
+
+// TypedBuilder builds a multi-cluster controller with its own request type
+// (see mcreconcile.ClusterAware). For and Owns need mcreconcile.Request, as
+// controller-runtime's For and Owns need reconcile.Request; Watches and
+// WatchesRawSource take handlers and sources of the request type.
+type TypedBuilder[request mcreconcile.ClusterAware[request]] struct {
 	mgr              mcmanager.Manager
 	name             string
 	forObj           client.Object
 	forInput         ForInput
 	owns             []ownsWatch
-	watches          []watchesWatch
-	rawSources       []mcsource.Source
+	watches          []watchesWatch[request]
+	rawSources       []mcsource.TypedSource[request]
 	globalPredicates []predicate.Predicate
-	options          mccontroller.Options
+	options          mccontroller.TypedOptions[request]
 	notFoundWrapper  bool
 	err              error
 }
@@ -41,22 +48,28 @@ type ownsWatch struct {
 	in  OwnsInput
 }
 
-type watchesWatch struct {
+type watchesWatch[request comparable] struct {
 	obj     client.Object
-	handler mchandler.EventHandlerFunc
+	handler mchandler.TypedEventHandlerFunc[client.Object, request]
 	in      WatchesInput
 }
 
 // ControllerManagedBy starts building a controller that mgr runs.
 func ControllerManagedBy(mgr mcmanager.Manager) *Builder {
-	return &Builder{mgr: mgr, notFoundWrapper: true}
+	return TypedControllerManagedBy[mcreconcile.Request](mgr)
+}
+
+// TypedControllerManagedBy starts building a controller with its own request
+// type that mgr runs.
+func TypedControllerManagedBy[request mcreconcile.ClusterAware[request]](mgr mcmanager.Manager) *TypedBuilder[request] {
+	return &TypedBuilder[request]{mgr: mgr, notFoundWrapper: true}
 }
 
 // For sets the type the controller reconciles and watches it, enqueueing each
 // object in its own cluster. It may be called once.
-func (b *Builder) For(obj client.Object, opts ...ForOption) *Builder {
+func (b *TypedBuilder[request]) For(obj client.Object, opts ...ForOption) *TypedBuilder[request] {
 	if b.forObj != nil {
-		b.err = errors.Join(b.err, errors.New("For() may only be called once"))
+		b.err = errors.Join(b.err, errors.New("For(...) should only be called once, could not assign multiple objects for reconciliation"))
 		return b
 	}
 	b.forObj = obj
@@ -68,7 +81,7 @@ func (b *Builder) For(obj client.Object, opts ...ForOption) *Builder {
 
 // Owns watches obj and enqueues its controller owner of the For type, in the
 // cluster of the owned object.
-func (b *Builder) Owns(obj client.Object, opts ...OwnsOption) *Builder {
+func (b *TypedBuilder[request]) Owns(obj client.Object, opts ...OwnsOption) *TypedBuilder[request] {
 	w := ownsWatch{obj: obj}
 	for _, o := range opts {
 		o.ApplyToOwns(&w.in)
@@ -79,8 +92,8 @@ func (b *Builder) Owns(obj client.Object, opts ...OwnsOption) *Builder {
 
 // Watches watches obj with a per-cluster handler, e.g.
 // mchandler.EnqueueRequestsFromMapFunc or mchandler.Lift(h).
-func (b *Builder) Watches(obj client.Object, h mchandler.EventHandlerFunc, opts ...WatchesOption) *Builder {
-	w := watchesWatch{obj: obj, handler: h}
+func (b *TypedBuilder[request]) Watches(obj client.Object, h mchandler.TypedEventHandlerFunc[client.Object, request], opts ...WatchesOption) *TypedBuilder[request] {
+	w := watchesWatch[request]{obj: obj, handler: h}
 	for _, o := range opts {
 		o.ApplyToWatches(&w.in)
 	}
@@ -89,57 +102,57 @@ func (b *Builder) Watches(obj client.Object, h mchandler.EventHandlerFunc, opts 
 }
 
 // WatchesMetadata is Watches on the objects' metadata only.
-func (b *Builder) WatchesMetadata(obj client.Object, h mchandler.EventHandlerFunc, opts ...WatchesOption) *Builder {
+func (b *TypedBuilder[request]) WatchesMetadata(obj client.Object, h mchandler.TypedEventHandlerFunc[client.Object, request], opts ...WatchesOption) *TypedBuilder[request] {
 	return b.Watches(obj, h, append(opts, OnlyMetadata)...)
 }
 
 // WatchesRawSource adds a multi-cluster source as it is: engage options and
 // event filters do not apply to it.
-func (b *Builder) WatchesRawSource(src mcsource.Source) *Builder {
+func (b *TypedBuilder[request]) WatchesRawSource(src mcsource.TypedSource[request]) *TypedBuilder[request] {
 	b.rawSources = append(b.rawSources, src)
 	return b
 }
 
 // WithEventFilter adds a predicate to every For, Owns and Watches watch.
-func (b *Builder) WithEventFilter(p predicate.Predicate) *Builder {
+func (b *TypedBuilder[request]) WithEventFilter(p predicate.Predicate) *TypedBuilder[request] {
 	b.globalPredicates = append(b.globalPredicates, p)
 	return b
 }
 
 // WithOptions sets the controller's options.
-func (b *Builder) WithOptions(options mccontroller.Options) *Builder {
+func (b *TypedBuilder[request]) WithOptions(options mccontroller.TypedOptions[request]) *TypedBuilder[request] {
 	b.options = options
 	return b
 }
 
 // WithLogConstructor sets how the controller builds a request's logger.
-func (b *Builder) WithLogConstructor(fn func(*mcreconcile.Request) logr.Logger) *Builder {
+func (b *TypedBuilder[request]) WithLogConstructor(fn func(*request) logr.Logger) *TypedBuilder[request] {
 	b.options.LogConstructor = fn
 	return b
 }
 
 // WithClusterNotFoundWrapper chooses whether errors wrapping
 // multicluster.ErrClusterNotFound end a request without requeue (the default).
-func (b *Builder) WithClusterNotFoundWrapper(wrap bool) *Builder {
+func (b *TypedBuilder[request]) WithClusterNotFoundWrapper(wrap bool) *TypedBuilder[request] {
 	b.notFoundWrapper = wrap
 	return b
 }
 
 // Named sets the controller's name, which must be unique. Defaults to the
 // lower-cased kind of the For type.
-func (b *Builder) Named(name string) *Builder {
+func (b *TypedBuilder[request]) Named(name string) *TypedBuilder[request] {
 	b.name = name
 	return b
 }
 
 // Complete builds the controller and adds it to the manager.
-func (b *Builder) Complete(r mcreconcile.Reconciler) error {
+func (b *TypedBuilder[request]) Complete(r reconcile.TypedReconciler[request]) error {
 	_, err := b.Build(r)
 	return err
 }
 
 // Build builds the controller, adds it to the manager and returns it.
-func (b *Builder) Build(r mcreconcile.Reconciler) (mccontroller.Controller, error) {
+func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mccontroller.TypedController[request], error) {
 	if b.err != nil {
 		return nil, b.err
 	}
@@ -156,7 +169,10 @@ func (b *Builder) Build(r mcreconcile.Reconciler) (mccontroller.Controller, erro
 		return nil, errors.New("mcbuilder: Owns() can only be used together with For()")
 	}
 	if b.forObj == nil && len(b.watches) == 0 && len(b.rawSources) == 0 {
-		return nil, errors.New("mcbuilder: there are no watches configured, controller will never get triggered; use For(), Owns(), Watches() or WatchesRawSource()")
+		return nil, errors.New("mcbuilder: there are no watches configured, controller will never get triggered. Use For(), Owns(), Watches() or WatchesRawSource() to set them up")
+	}
+	if _, ok := any(*new(request)).(mcreconcile.Request); !ok && b.forObj != nil {
+		return nil, fmt.Errorf("mcbuilder: For() can only be used with mcreconcile.Request, got %T", *new(request))
 	}
 
 	options := b.options
@@ -192,7 +208,7 @@ func (b *Builder) Build(r mcreconcile.Reconciler) (mccontroller.Controller, erro
 		options.LogConstructor = b.logConstructor(name, gvk)
 	}
 
-	ctrl, err := mccontroller.New(name, b.mgr, options)
+	ctrl, err := mccontroller.NewTyped(name, b.mgr, options)
 	if err != nil {
 		return nil, err
 	}
@@ -202,13 +218,13 @@ func (b *Builder) Build(r mcreconcile.Reconciler) (mccontroller.Controller, erro
 	return ctrl, nil
 }
 
-func (b *Builder) watch(ctrl mccontroller.Controller) error {
+func (b *TypedBuilder[request]) watch(ctrl mccontroller.TypedController[request]) error {
 	if b.forObj != nil {
 		obj, err := b.project(b.forObj, b.forInput.metadataOnly)
 		if err != nil {
 			return err
 		}
-		if err := b.add(ctrl, obj, mchandler.EnqueueRequestForObject, b.forInput.watchInput); err != nil {
+		if err := b.add(ctrl, obj, forRequest[request](mchandler.EnqueueRequestForObject), b.forInput.watchInput); err != nil {
 			return err
 		}
 	}
@@ -221,7 +237,7 @@ func (b *Builder) watch(ctrl mccontroller.Controller) error {
 		if !w.in.matchEveryOwner {
 			opts = append(opts, handler.OnlyControllerOwner())
 		}
-		if err := b.add(ctrl, obj, mchandler.EnqueueRequestForOwner(b.forObj, opts...), w.in.watchInput); err != nil {
+		if err := b.add(ctrl, obj, forRequest[request](mchandler.EnqueueRequestForOwner(b.forObj, opts...)), w.in.watchInput); err != nil {
 			return err
 		}
 	}
@@ -242,15 +258,21 @@ func (b *Builder) watch(ctrl mccontroller.Controller) error {
 	return nil
 }
 
-func (b *Builder) add(ctrl mccontroller.Controller, obj client.Object, h mchandler.EventHandlerFunc, in watchInput) error {
+// forRequest is h, for a builder whose request type is mcreconcile.Request
+// (Build checked that it is).
+func forRequest[request comparable](h mchandler.EventHandlerFunc) mchandler.TypedEventHandlerFunc[client.Object, request] {
+	return any(h).(mchandler.TypedEventHandlerFunc[client.Object, request])
+}
+
+func (b *TypedBuilder[request]) add(ctrl mccontroller.TypedController[request], obj client.Object, h mchandler.TypedEventHandlerFunc[client.Object, request], in watchInput) error {
 	preds := append(append([]predicate.Predicate(nil), b.globalPredicates...), in.predicates...)
-	src := mcsource.WithEngageOptions[mcreconcile.Request](mcsource.Kind(obj, h, preds...), b.engageOptions(in.engage))
+	src := mcsource.WithEngageOptions(mcsource.TypedKind(obj, h, preds...), b.engageOptions(in.engage))
 	return ctrl.MultiClusterWatch(src)
 }
 
 // engageOptions resolves a watch's engage options: by default the provider's
 // clusters when there is a provider, the host cluster when there is not.
-func (b *Builder) engageOptions(in engageInput) mcsource.EngageOptions {
+func (b *TypedBuilder[request]) engageOptions(in engageInput) mcsource.EngageOptions {
 	hasProvider := b.mgr.GetProvider() != nil
 	opts := mcsource.EngageOptions{LocalCluster: !hasProvider, ProviderClusters: hasProvider, Filter: in.filter}
 	if in.local != nil {
@@ -262,7 +284,7 @@ func (b *Builder) engageOptions(in engageInput) mcsource.EngageOptions {
 	return opts
 }
 
-func (b *Builder) project(obj client.Object, metadataOnly bool) (client.Object, error) {
+func (b *TypedBuilder[request]) project(obj client.Object, metadataOnly bool) (client.Object, error) {
 	if !metadataOnly {
 		return obj, nil
 	}
@@ -277,16 +299,20 @@ func (b *Builder) project(obj client.Object, metadataOnly bool) (client.Object, 
 
 // logConstructor adds the controller, its kind, and the request's cluster,
 // namespace and name to the logger.
-func (b *Builder) logConstructor(name string, gvk schema.GroupVersionKind) func(*mcreconcile.Request) logr.Logger {
+func (b *TypedBuilder[request]) logConstructor(name string, gvk schema.GroupVersionKind) func(*request) logr.Logger {
 	log := b.mgr.GetLogger().WithValues("controller", name)
 	if gvk.Kind != "" {
 		log = log.WithValues("controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
 	}
-	return func(req *mcreconcile.Request) logr.Logger {
-		if req == nil {
+	return func(in *request) logr.Logger {
+		if in == nil {
 			return log
 		}
-		l := log.WithValues("cluster", req.ClusterName)
+		l := log.WithValues("cluster", (*in).Cluster())
+		req, ok := any(*in).(mcreconcile.Request)
+		if !ok {
+			return l.WithValues("request", fmt.Sprint(*in))
+		}
 		if gvk.Kind != "" {
 			l = l.WithValues(gvk.Kind, klog.KRef(req.Namespace, req.Name))
 		}

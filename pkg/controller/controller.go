@@ -27,22 +27,40 @@ import (
 // requests. CacheSyncTimeout (default 2 minutes) also bounds how long engaging
 // one cluster may take: a cluster whose watches cannot be set up within it
 // fails to engage, without delaying the others.
-type Options = controller.TypedOptions[mcreconcile.Request]
+type Options = TypedOptions[mcreconcile.Request]
+
+// TypedOptions are Options for a controller with its own request type.
+type TypedOptions[request comparable] = controller.TypedOptions[request]
 
 // Controller is a controller-runtime controller that is also multicluster.Aware.
-type Controller interface {
-	controller.TypedController[mcreconcile.Request]
+type Controller = TypedController[mcreconcile.Request]
+
+// TypedController is a Controller with its own request type.
+type TypedController[request comparable] interface {
+	controller.TypedController[request]
 	multicluster.Aware
 
 	// MultiClusterWatch starts src in every cluster engaged now and later.
-	MultiClusterWatch(src mcsource.Source) error
+	MultiClusterWatch(src mcsource.TypedSource[request]) error
 }
 
 // New returns a controller added to mgr: it starts with the manager and is
 // engaged with every cluster the manager engages.
 func New(name string, mgr mcmanager.Manager, options Options) (Controller, error) {
+	return NewTyped(name, mgr, options)
+}
+
+// NewUnmanaged returns a controller that the caller starts and engages.
+// mgr supplies the host cluster, offered to sources under the name "".
+func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controller, error) {
+	return NewTypedUnmanaged(name, mgr, options)
+}
+
+// NewTyped is New for a controller with its own request type: the request
+// carries its cluster (see mcreconcile.ClusterAware).
+func NewTyped[request mcreconcile.ClusterAware[request]](name string, mgr mcmanager.Manager, options TypedOptions[request]) (TypedController[request], error) {
 	options.DefaultFromConfig(mgr.GetControllerOptions())
-	c, err := NewUnmanaged(name, mgr, options)
+	c, err := NewTypedUnmanaged(name, mgr, options)
 	if err != nil {
 		return nil, err
 	}
@@ -52,18 +70,17 @@ func New(name string, mgr mcmanager.Manager, options Options) (Controller, error
 	return c, nil
 }
 
-// NewUnmanaged returns a controller that the caller starts and engages.
-// mgr supplies the host cluster, offered to sources under the name "".
-func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controller, error) {
+// NewTypedUnmanaged is NewUnmanaged for a controller with its own request type.
+func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, mgr mcmanager.Manager, options TypedOptions[request]) (TypedController[request], error) {
 	if options.Reconciler == nil {
 		return nil, fmt.Errorf("controller %q: must specify Reconciler", name)
 	}
-	c := &mcController{
+	c := &mcController[request]{
 		name:     name,
 		host:     mgr.GetLocalManager(),
 		clusters: map[multicluster.ClusterName]*engagement{},
 		timeout:  options.CacheSyncTimeout,
-		waiting:  map[mcreconcile.Request]time.Time{},
+		waiting:  map[request]time.Time{},
 		log:      mgr.GetLogger().WithValues("controller", name),
 	}
 	if owner, ok := mgr.(mcmanager.FleetOwner); ok {
@@ -73,8 +90,8 @@ func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controll
 		c.timeout = 2 * time.Minute
 	}
 	user := options.Reconciler
-	options.Reconciler = mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
-		if !c.isEngaged(req.ClusterName) {
+	options.Reconciler = reconcile.TypedFunc[request](func(ctx context.Context, req request) (reconcile.Result, error) {
+		if !c.isEngaged(req.Cluster()) {
 			return c.notEngaged(req), nil
 		}
 		c.stopWaiting(req)
@@ -85,14 +102,14 @@ func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controll
 		return nil, err
 	}
 	c.TypedController = inner
-	if err := inner.Watch(&queueSource{c: c}); err != nil {
+	if err := inner.Watch(&queueSource[request]{c: c}); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-type mcController struct {
-	controller.TypedController[mcreconcile.Request]
+type mcController[request mcreconcile.ClusterAware[request]] struct {
+	controller.TypedController[request]
 
 	name    string
 	host    cluster.Cluster
@@ -101,13 +118,13 @@ type mcController struct {
 	log     logr.Logger
 
 	mu       sync.RWMutex
-	sources  []mcsource.Source
+	sources  []mcsource.TypedSource[request]
 	clusters map[multicluster.ClusterName]*engagement
-	queue    workqueue.TypedRateLimitingInterface[mcreconcile.Request] // set when the controller starts
-	ctx      context.Context                                           // the controller's, set with queue
+	queue    workqueue.TypedRateLimitingInterface[request] // set when the controller starts
+	ctx      context.Context                               // the controller's, set with queue
 
 	waitMu  sync.Mutex
-	waiting map[mcreconcile.Request]time.Time // requests for joining clusters, since when
+	waiting map[request]time.Time // requests for joining clusters, since when
 }
 
 // engagement is one cluster's membership in this controller.
@@ -117,10 +134,10 @@ type engagement struct {
 	cancel context.CancelFunc
 }
 
-var _ Controller = &mcController{}
+var _ Controller = &mcController[mcreconcile.Request]{}
 
 // NeedLeaderElection reports whether the wrapped controller waits for leadership.
-func (c *mcController) NeedLeaderElection() bool {
+func (c *mcController[request]) NeedLeaderElection() bool {
 	if le, ok := c.TypedController.(manager.LeaderElectionRunnable); ok {
 		return le.NeedLeaderElection()
 	}
@@ -130,7 +147,7 @@ func (c *mcController) NeedLeaderElection() bool {
 // Engage starts every source of the controller in the cluster. Before the
 // controller has started, the cluster is remembered and its sources start
 // with the controller.
-func (c *mcController) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+func (c *mcController[request]) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if name == "" {
 		return errors.New(`the cluster name "" is reserved for the host cluster`)
 	}
@@ -152,7 +169,7 @@ func (c *mcController) Engage(ctx context.Context, name multicluster.ClusterName
 // and the sources to start in the cluster, nil before the controller runs.
 // Both are decided under one lock, so that a concurrent MultiClusterWatch
 // starts its source in this cluster or leaves it to us, never both.
-func (c *mcController) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.Source, error) {
+func (c *mcController[request]) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.TypedSource[request], error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
@@ -171,10 +188,10 @@ func (c *mcController) engage(ctx context.Context, name multicluster.ClusterName
 	if c.queue == nil {
 		return e, nil, nil
 	}
-	return e, append([]mcsource.Source{}, c.sources...), nil
+	return e, append([]mcsource.TypedSource[request]{}, c.sources...), nil
 }
 
-func (c *mcController) isEngaged(name multicluster.ClusterName) bool {
+func (c *mcController[request]) isEngaged(name multicluster.ClusterName) bool {
 	if name == "" {
 		return true
 	}
@@ -186,7 +203,7 @@ func (c *mcController) isEngaged(name multicluster.ClusterName) bool {
 
 // MultiClusterWatch adds src and, once the controller runs, starts it in every
 // engaged cluster.
-func (c *mcController) MultiClusterWatch(src mcsource.Source) error {
+func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[request]) error {
 	c.mu.Lock()
 	c.sources = append(c.sources, src)
 	var engaged map[multicluster.ClusterName]*engagement
@@ -201,7 +218,7 @@ func (c *mcController) MultiClusterWatch(src mcsource.Source) error {
 	// Concurrently: an unreachable cluster costs its timeout once, not per cluster.
 	errs := make(chan error, len(engaged))
 	for name, e := range engaged {
-		go func() { errs <- c.startSources(e, name, []mcsource.Source{src}) }()
+		go func() { errs <- c.startSources(e, name, []mcsource.TypedSource[request]{src}) }()
 	}
 	var all []error
 	for range engaged {
@@ -213,7 +230,7 @@ func (c *mcController) MultiClusterWatch(src mcsource.Source) error {
 // startSources starts srcs in one cluster, bounded by the controller's
 // CacheSyncTimeout. On failure, whatever this attempt registered is removed
 // again; the engagement itself stays, for the caller to end or retry.
-func (c *mcController) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source) error {
+func (c *mcController[request]) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request]) error {
 	c.mu.RLock()
 	q := c.queue
 	c.mu.RUnlock()
@@ -221,7 +238,7 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 	// The sources live as long as the engagement, unless this attempt fails.
 	attempt, abandon := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
-	var syncing []source.TypedSyncingSource[mcreconcile.Request]
+	var syncing []source.TypedSyncingSource[request]
 	go func() {
 		var errs []error
 		for _, s := range srcs {
@@ -231,7 +248,7 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("starting %v: %w", s, err))
-			} else if ss, ok := src.(source.TypedSyncingSource[mcreconcile.Request]); ok {
+			} else if ss, ok := src.(source.TypedSyncingSource[request]); ok {
 				syncing = append(syncing, ss)
 			}
 		}
@@ -268,7 +285,7 @@ func (c *mcController) startSources(e *engagement, name multicluster.ClusterName
 // failure is logged naming the cluster and the type, counted, and the
 // cluster's watches of this controller are set up again with backoff. Other
 // clusters, and other controllers in this cluster, go on.
-func (c *mcController) watchSync(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source, syncing []source.TypedSyncingSource[mcreconcile.Request], attempt context.Context, abandon context.CancelFunc) {
+func (c *mcController[request]) watchSync(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], syncing []source.TypedSyncingSource[request], attempt context.Context, abandon context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(attempt, c.timeout)
 	defer cancel()
 	for _, s := range syncing {
@@ -293,13 +310,13 @@ func (c *mcController) watchSync(e *engagement, name multicluster.ClusterName, s
 // sources are started again with backoff until they run or the cluster
 // disengages. A cluster that was unreachable when the controller started is
 // watched once it is back.
-func (c *mcController) startWithRetry(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source) {
+func (c *mcController[request]) startWithRetry(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request]) {
 	c.retryAfter(e, name, srcs, 0)
 }
 
 // retryAfter starts srcs in the cluster after wait, then with backoff until
 // they run or the cluster disengages.
-func (c *mcController) retryAfter(e *engagement, name multicluster.ClusterName, srcs []mcsource.Source, wait time.Duration) {
+func (c *mcController[request]) retryAfter(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], wait time.Duration) {
 	log := c.log.WithValues("cluster", clusterLabel(name))
 	if wait > 0 {
 		timer := time.NewTimer(wait)
@@ -335,7 +352,7 @@ const (
 )
 
 // forget removes the engagement e of name, unless it was replaced.
-func (c *mcController) forget(name multicluster.ClusterName, e *engagement) {
+func (c *mcController[request]) forget(name multicluster.ClusterName, e *engagement) {
 	c.mu.Lock()
 	if c.clusters[name] == e {
 		delete(c.clusters, name)
@@ -353,11 +370,11 @@ func clusterLabel(name multicluster.ClusterName) string {
 // queueSource is the one controller-runtime source of the wrapped controller.
 // Its Start hands over the controller's queue, which starts every source in
 // every cluster engaged so far.
-type queueSource struct{ c *mcController }
+type queueSource[request mcreconcile.ClusterAware[request]] struct{ c *mcController[request] }
 
-var _ source.TypedSource[mcreconcile.Request] = &queueSource{}
+var _ source.TypedSource[mcreconcile.Request] = &queueSource[mcreconcile.Request]{}
 
-func (s *queueSource) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
+func (s *queueSource[request]) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) error {
 	c := s.c
 	c.mu.Lock()
 	c.queue, c.ctx = q, ctx
@@ -369,7 +386,7 @@ func (s *queueSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 	for name, e := range c.clusters {
 		pending[name] = e
 	}
-	srcs := append([]mcsource.Source(nil), c.sources...)
+	srcs := append([]mcsource.TypedSource[request](nil), c.sources...)
 	c.mu.Unlock()
 
 	// When the controller stops, so do its watches in every cluster.
@@ -389,7 +406,9 @@ func (s *queueSource) Start(ctx context.Context, q workqueue.TypedRateLimitingIn
 	return nil
 }
 
-func (s *queueSource) String() string { return fmt.Sprintf("multi-cluster sources of %q", s.c.name) }
+func (s *queueSource[request]) String() string {
+	return fmt.Sprintf("multi-cluster sources of %q", s.c.name)
+}
 
 // notEngaged decides about a request for a cluster this controller is not
 // engaged with. A cluster that is joining (being started, or engaged with the
@@ -397,15 +416,15 @@ func (s *queueSource) String() string { return fmt.Sprintf("multi-cluster source
 // until it is engaged, for at most CacheSyncTimeout: hub-to-fleet fan-out may
 // name a member before it has joined. Any other request is dropped for a
 // stated reason, logged and counted.
-func (c *mcController) notEngaged(req mcreconcile.Request) reconcile.Result {
+func (c *mcController[request]) notEngaged(req request) reconcile.Result {
 	reason := "cluster-not-engaged"
 	if c.fleet != nil {
-		if state, known := c.fleet.State(req.ClusterName); known {
+		if state, known := c.fleet.State(req.Cluster()); known {
 			switch state {
 			case fleet.StateDisconnected:
 				reason = "cluster-disconnected"
 			case fleet.StateWanted:
-				if c.fleet.Joining(req.ClusterName) {
+				if c.fleet.Joining(req.Cluster()) {
 					reason = ""
 				} else {
 					reason = "cluster-not-owned"
@@ -430,14 +449,14 @@ func (c *mcController) notEngaged(req mcreconcile.Request) reconcile.Result {
 	}
 	c.stopWaiting(req)
 	metrics.DroppedRequests.WithLabelValues(c.name, reason).Inc()
-	c.log.Info("Dropping request", "cluster", req.ClusterName, "namespace", req.Namespace, "name", req.Name, "reason", reason)
+	c.log.Info("Dropping request", "cluster", req.Cluster(), "request", fmt.Sprint(req), "reason", reason)
 	return reconcile.Result{}
 }
 
 // joinPollInterval is how often a request for a joining cluster is retried.
 const joinPollInterval = 100 * time.Millisecond
 
-func (c *mcController) stopWaiting(req mcreconcile.Request) {
+func (c *mcController[request]) stopWaiting(req request) {
 	c.waitMu.Lock()
 	if len(c.waiting) > 0 {
 		delete(c.waiting, req)

@@ -43,15 +43,23 @@ type Result = reconcile.Result
 // multicluster.ErrClusterNotFound into success without requeue: work for a
 // cluster that left the fleet is dropped rather than retried forever.
 func NewClusterNotFoundWrapper[request comparable](r reconcile.TypedReconciler[request]) reconcile.TypedReconciler[request] {
-	return &clusterNotFoundWrapper[request]{inner: r}
+	return &ClusterNotFoundWrapper[request]{Reconciler: r}
 }
 
-type clusterNotFoundWrapper[request comparable] struct {
-	inner reconcile.TypedReconciler[request]
+// ClusterNotFoundWrapper is the reconciler NewClusterNotFoundWrapper returns.
+// mcbuilder wraps every reconciler in it unless told otherwise
+// (WithClusterNotFoundWrapper(false)).
+type ClusterNotFoundWrapper[request comparable] struct {
+	// Reconciler is the wrapped reconciler.
+	Reconciler reconcile.TypedReconciler[request]
 }
 
-func (w *clusterNotFoundWrapper[request]) Reconcile(ctx context.Context, req request) (reconcile.Result, error) {
-	res, err := w.inner.Reconcile(ctx, req)
+var _ Reconciler = &ClusterNotFoundWrapper[Request]{}
+
+// Reconcile calls the wrapped reconciler and ends the request without requeue
+// if the error wraps multicluster.ErrClusterNotFound.
+func (w *ClusterNotFoundWrapper[request]) Reconcile(ctx context.Context, req request) (reconcile.Result, error) {
+	res, err := w.Reconciler.Reconcile(ctx, req)
 	if errors.Is(err, multicluster.ErrClusterNotFound) {
 		return reconcile.Result{}, nil
 	}
@@ -59,4 +67,4 @@ func (w *clusterNotFoundWrapper[request]) Reconcile(ctx context.Context, req req
 }
 
 // String names the wrapped reconciler, for logs.
-func (w *clusterNotFoundWrapper[request]) String() string { return "ClusterNotFoundWrapper" }
+func (w *ClusterNotFoundWrapper[request]) String() string { return "ClusterNotFoundWrapper" }

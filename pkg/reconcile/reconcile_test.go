@@ -46,3 +46,44 @@ func TestClusterNotFoundWrapper(t *testing.T) {
 		}
 	}
 }
+
+func TestRequestIsClusterAware(t *testing.T) {
+	req := mcreconcile.Request{Request: reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "cm"}}}
+	moved := req.WithCluster("east")
+	if moved.Cluster() != "east" || moved.NamespacedName != req.NamespacedName {
+		t.Errorf("WithCluster(east) = %#v", moved)
+	}
+	if req.Cluster() != "" {
+		t.Errorf("WithCluster changed the original request: %#v", req)
+	}
+}
+
+func TestWithClusterTagsAnyRequest(t *testing.T) {
+	req := mcreconcile.WithCluster[string]{Request: "key"}
+	if got := req.String(); got != "key" {
+		t.Errorf("host request String() = %q", got)
+	}
+	east := req.WithCluster("east")
+	if east.Cluster() != "east" || east.Request != "key" {
+		t.Errorf("WithCluster(east) = %#v", east)
+	}
+	if got := east.String(); got != "cluster://east/key" {
+		t.Errorf("String() = %q", got)
+	}
+}
+
+func TestClusterNotFoundWrapperIsExported(t *testing.T) {
+	inner := reconcile.TypedFunc[string](func(context.Context, string) (reconcile.Result, error) {
+		return reconcile.Result{}, fmt.Errorf("gone: %w", multicluster.ErrClusterNotFound)
+	})
+	w, ok := mcreconcile.NewClusterNotFoundWrapper[string](inner).(*mcreconcile.ClusterNotFoundWrapper[string])
+	if !ok {
+		t.Fatal("NewClusterNotFoundWrapper does not return a *ClusterNotFoundWrapper")
+	}
+	if _, err := w.Reconcile(context.Background(), "x"); err != nil {
+		t.Errorf("Reconcile = %v, want nil", err)
+	}
+	if _, err := w.Reconciler.Reconcile(context.Background(), "x"); !errors.Is(err, multicluster.ErrClusterNotFound) {
+		t.Errorf("wrapped Reconciler returned %v", err)
+	}
+}

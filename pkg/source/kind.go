@@ -44,14 +44,28 @@ type TypedKindSource[object client.Object, request comparable] struct {
 	obj        object
 	handler    mchandler.TypedEventHandlerFunc[object, request]
 	predicates []predicate.TypedPredicate[object]
+	filter     ClusterFilter
 }
 
 var _ TypedSource[mcreconcile.Request] = &KindSource[client.Object]{}
+
+// WithClusterFilter returns a copy of the source that watches only the
+// clusters filter accepts (the host is offered under the name ""). It is the
+// per-source counterpart of WithEngageOptions' Filter, in the shape users of
+// the upstream design know: mcsource.Kind(obj, h).WithClusterFilter(f).
+func (k *TypedKindSource[object, request]) WithClusterFilter(filter ClusterFilter) *TypedKindSource[object, request] {
+	c := *k
+	c.filter = filter
+	return &c
+}
 
 // ForCluster returns the cluster's watch on the object type.
 func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[request], error) {
 	if k.handler == nil {
 		return nil, errors.New("mcsource.Kind: no handler")
+	}
+	if k.filter != nil && !k.filter(name, cl) {
+		return nil, nil
 	}
 	return &clusterKind[object, request]{
 		obj:        k.obj,

@@ -22,12 +22,17 @@ type TypedSource[request comparable] interface {
 }
 
 // Func adapts a function to Source.
-type Func func(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], error)
+type Func = TypedFunc[mcreconcile.Request]
+
+// TypedFunc adapts a function to TypedSource.
+type TypedFunc[request comparable] func(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[request], error)
 
 // ForCluster calls f.
-func (f Func) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], error) {
+func (f TypedFunc[request]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[request], error) {
 	return f(name, cl)
 }
+
+var _ Source = Func(nil)
 
 // ClusterFilter decides whether a source watches a cluster. The host cluster
 // is offered under the name "".

@@ -147,6 +147,29 @@ func (m *Provider) RemoveProvider(prefix string) {
 	}
 }
 
+// ProviderNames returns the prefixes of the registered providers, sorted.
+func (m *Provider) ProviderNames() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	names := make([]string, 0, len(m.providers))
+	for prefix := range m.providers {
+		names = append(names, prefix)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// GetProvider returns the provider registered under prefix.
+func (m *Provider) GetProvider(prefix string) (multicluster.Provider, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	mem, ok := m.providers[prefix]
+	if !ok {
+		return nil, false
+	}
+	return mem.provider, true
+}
+
 // Start starts every runnable inner provider, and those added later, until
 // ctx is done. It then waits for them to return.
 func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
