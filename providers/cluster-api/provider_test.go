@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	//lint:ignore SA1019 v1beta1 is deprecated upstream, and supported here for installations that serve nothing newer.
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
@@ -62,6 +63,13 @@ type env struct {
 // provider built from opts until the test ends.
 func start(t *testing.T, h int, opts capi.Options) *env {
 	t.Helper()
+	return startAs(t, h, opts, nil)
+}
+
+// startAs is start with the manager running as the identity that identity
+// returns for the test's namespace (nil: the admin).
+func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *rest.Config) *env {
+	t.Helper()
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, clusterv1.AddToScheme, clusterv1beta1.AddToScheme} {
@@ -80,8 +88,12 @@ func start(t *testing.T, h int, opts capi.Options) *env {
 	e := &env{ns: ns.Name, host: host, tracker: newTracker(), logs: &logBuffer{}}
 
 	opts.Namespaces = []string{e.ns}
+	cfg := fleet[h].Config
+	if identity != nil {
+		cfg = identity(e.ns)
+	}
 	p := capi.New(opts)
-	mgr, err := mcmanager.New(fleet[h].Config, p, mcmanager.Options{
+	mgr, err := mcmanager.New(cfg, p, mcmanager.Options{
 		Logger:     e.logs.logger(),
 		Metrics:    server.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
