@@ -389,3 +389,21 @@ func TestGetUnknownClusterIsNotFound(t *testing.T) {
 		t.Fatalf("Get of an unknown cluster: %v, want ErrClusterNotFound", err)
 	}
 }
+
+func TestCustomIsReady(t *testing.T) {
+	// Engage as soon as the Cluster is provisioned, before its control plane
+	// reports initialised, for example.
+	e := start(t, 0, capi.Options{IsReady: func(o client.Object) bool {
+		return o.(*clusterv1.Cluster).Status.Phase == string(clusterv1.ClusterPhaseProvisioned)
+	}})
+	ctx := context.Background()
+	kc := kubeconfig(t, 2, "capi-custom")
+	e.create(t, e.secret("a", kc), e.secret("b", kc))
+	e.cluster(t, "b", true, nil) // initialised, but not provisioned: not ready for this IsReady
+	a := e.cluster(t, "a", false, nil)
+	a.Status.Phase = string(clusterv1.ClusterPhaseProvisioned)
+	if err := e.host.Status().Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {2, kc}})
+}
