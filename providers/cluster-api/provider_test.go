@@ -407,3 +407,29 @@ func TestCustomIsReady(t *testing.T) {
 	}
 	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {2, kc}})
 }
+
+func TestDeletedSecretDisengages(t *testing.T) {
+	e := start(t, 0, capi.Options{})
+	ctx := context.Background()
+	kc := kubeconfig(t, 1, "capi-withdrawn")
+	s := e.secret("a", kc)
+	e.create(t, s)
+	e.cluster(t, "a", true, nil)
+	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {1, kc}})
+
+	// Withdrawn credentials are not used any longer, and the Cluster says why.
+	if err := e.host.Delete(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	expectEngaged(t, e.tracker, map[string]identity{})
+	eventually(t, time.Minute, func() error {
+		var events eventsv1.EventList
+		if err := e.host.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
+			return err
+		}
+		if !hasEvent(events.Items, "a", capi.ReasonKubeconfigMissing) {
+			return errors.New("no KubeconfigMissing Event on Cluster a")
+		}
+		return nil
+	})
+}
