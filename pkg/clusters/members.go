@@ -198,6 +198,28 @@ func (m *Members) Remove(name multicluster.ClusterName) bool {
 // provider's run first.
 func (m *Members) Wait() { m.wg.Wait() }
 
+// View is the read side of a Members, for providers to embed: it answers
+// multicluster.Provider's Get and IndexField, and ClusterNames.
+type View struct{ m *Members }
+
+// View returns the read side of m.
+func (m *Members) View() View { return View{m: m} }
+
+// Get returns the engaged cluster of name, or an error wrapping
+// multicluster.ErrClusterNotFound.
+func (v View) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	return v.m.Get(ctx, name)
+}
+
+// IndexField registers an index on every engaged cluster and every cluster
+// built later, before its cache starts.
+func (v View) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
+	return v.m.IndexField(ctx, obj, field, extract)
+}
+
+// ClusterNames returns the names of the engaged clusters, sorted.
+func (v View) ClusterNames() []multicluster.ClusterName { return v.m.ClusterNames() }
+
 // Get returns the engaged cluster of name, or an error wrapping
 // multicluster.ErrClusterNotFound.
 func (m *Members) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {

@@ -104,6 +104,8 @@ func Property(p *v1alpha1.ClusterProfile, name string) (string, bool) {
 // Provider engages one cluster per ready ClusterProfile on the host cluster.
 // Create it with New, pass it to mcmanager.New, and call SetupWithManager.
 type Provider struct {
+	pkgclusters.View // Get, IndexField, ClusterNames
+
 	opts    Options
 	members pkgclusters.Members
 	started chan struct{} // closed once Start has bound the provider to its run
@@ -152,6 +154,7 @@ func New(opts Options) (*Provider, error) {
 		retry:     make(chan event.TypedGenericEvent[*v1alpha1.ClusterProfile]),
 	}
 	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
+	p.View = p.members.View()
 	return p, nil
 }
 
@@ -411,17 +414,3 @@ func profileRef(p *v1alpha1.ClusterProfile) *v1alpha1.ClusterProfile {
 		},
 	}
 }
-
-// Get returns the engaged cluster of name, or an error wrapping
-// multicluster.ErrClusterNotFound.
-func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	return p.members.Get(ctx, name)
-}
-
-// IndexField registers an index on every cluster of the provider, now and later.
-func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	return p.members.IndexField(ctx, obj, field, extract)
-}
-
-// ClusterNames returns the names of the engaged clusters, sorted.
-func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.members.ClusterNames() }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -24,6 +23,8 @@ var (
 // cluster (unless the application already did), probes it, and disengages and
 // re-engages it with its health.
 type Provider struct {
+	pkgclusters.View // Get, IndexField, ClusterNames
+
 	members pkgclusters.Members
 
 	mu      sync.Mutex
@@ -34,7 +35,9 @@ type Provider struct {
 
 // New returns a provider without clusters.
 func New() *Provider {
-	return &Provider{pending: map[multicluster.ClusterName]cluster.Cluster{}, lives: map[multicluster.ClusterName]func() bool{}}
+	p := &Provider{pending: map[multicluster.ClusterName]cluster.Cluster{}, lives: map[multicluster.ClusterName]func() bool{}}
+	p.View = p.members.View()
+	return p
 }
 
 // Start engages the clusters added so far and those added later, until ctx ends.
@@ -111,17 +114,3 @@ func (p *Provider) Remove(name multicluster.ClusterName) {
 	p.mu.Unlock()
 	p.members.Remove(name)
 }
-
-// Get returns the engaged cluster of name, or an error wrapping
-// multicluster.ErrClusterNotFound.
-func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	return p.members.Get(ctx, name)
-}
-
-// IndexField registers an index on every cluster of the provider, now and later.
-func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	return p.members.IndexField(ctx, obj, field, extract)
-}
-
-// ClusterNames returns the names of the engaged clusters, sorted.
-func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.members.ClusterNames() }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -90,6 +89,8 @@ type Options struct {
 // configured with, and follows the files as they change. Create it with New;
 // the Multi-Cluster Manager runs it.
 type Provider struct {
+	pkgclusters.View // Get, IndexField, ClusterNames
+
 	opts     Options
 	absRefs  []string // absolute configured files and directories, for event filtering
 	absFiles []string // absolute configured files
@@ -147,6 +148,7 @@ func New(opts Options) (*Provider, error) {
 		p.absFiles = append(p.absFiles, abs)
 	}
 	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
+	p.View = p.members.View()
 	return p, nil
 }
 
@@ -402,17 +404,3 @@ func isAncestor(dir, path string) bool {
 	rel, err := filepath.Rel(dir, path)
 	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }
-
-// Get returns the engaged cluster of name, or an error wrapping
-// multicluster.ErrClusterNotFound.
-func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	return p.members.Get(ctx, name)
-}
-
-// IndexField registers an index on every cluster of the provider, now and later.
-func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	return p.members.IndexField(ctx, obj, field, extract)
-}
-
-// ClusterNames returns the names of the engaged clusters, sorted.
-func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.members.ClusterNames() }

@@ -93,6 +93,8 @@ type Options struct {
 // Provider engages one cluster per labelled kubeconfig Secret. Create it with
 // New, pass it to mcmanager.New, and call SetupWithManager.
 type Provider struct {
+	pkgclusters.View // Get, IndexField, ClusterNames
+
 	opts    Options
 	members pkgclusters.Members
 	started chan struct{} // closed once Start has bound the provider to its run
@@ -124,6 +126,7 @@ func New(opts Options) *Provider {
 	}
 	p := &Provider{opts: opts, labels: labels, started: make(chan struct{}), log: logr.Discard()}
 	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
+	p.View = p.members.View()
 	return p
 }
 
@@ -307,17 +310,3 @@ func secretRef(s *corev1.Secret) *corev1.Secret {
 		},
 	}
 }
-
-// Get returns the engaged cluster of name, or an error wrapping
-// multicluster.ErrClusterNotFound.
-func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	return p.members.Get(ctx, name)
-}
-
-// IndexField registers an index on every cluster of the provider, now and later.
-func (p *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	return p.members.IndexField(ctx, obj, field, extract)
-}
-
-// ClusterNames returns the names of the engaged clusters, sorted.
-func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.members.ClusterNames() }
