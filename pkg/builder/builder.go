@@ -33,6 +33,7 @@ type Builder struct {
 	globalPredicates []predicate.Predicate
 	options          mccontroller.Options
 	notFoundWrapper  bool
+	fairQueue        bool
 	err              error
 }
 
@@ -49,7 +50,7 @@ type watchesWatch struct {
 
 // ControllerManagedBy starts building a controller that mgr runs.
 func ControllerManagedBy(mgr mcmanager.Manager) *Builder {
-	return &Builder{mgr: mgr, notFoundWrapper: true}
+	return &Builder{mgr: mgr, notFoundWrapper: true, fairQueue: true}
 }
 
 // For sets the type the controller reconciles and watches it, enqueueing each
@@ -125,6 +126,15 @@ func (b *Builder) WithClusterNotFoundWrapper(wrap bool) *Builder {
 	return b
 }
 
+// WithFairQueue chooses whether the controller's queue serves the clusters
+// with work in turn (the default, see mccontroller.FairQueue) or in the order
+// requests come, as controller-runtime's default queue does. A NewQueue set
+// through WithOptions takes precedence.
+func (b *Builder) WithFairQueue(fair bool) *Builder {
+	b.fairQueue = fair
+	return b
+}
+
 // Named sets the controller's name, which must be unique. Defaults to the
 // lower-cased kind of the For type.
 func (b *Builder) Named(name string) *Builder {
@@ -190,6 +200,11 @@ func (b *Builder) Build(r mcreconcile.Reconciler) (mccontroller.Controller, erro
 	}
 	if options.LogConstructor == nil {
 		options.LogConstructor = b.logConstructor(name, gvk)
+	}
+
+	if !b.fairQueue && options.NewQueue == nil {
+		options.DefaultFromConfig(global)
+		options.NewQueue = mccontroller.PlainQueue(options)
 	}
 
 	ctrl, err := mccontroller.New(name, b.mgr, options)

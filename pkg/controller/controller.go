@@ -64,6 +64,9 @@ func NewUnmanaged(name string, mgr mcmanager.Manager, options Options) (Controll
 	if c.timeout <= 0 {
 		c.timeout = 2 * time.Minute
 	}
+	if options.NewQueue == nil {
+		options.NewQueue = FairQueue(options)
+	}
 	user := options.Reconciler
 	options.Reconciler = mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 		if !c.isEngaged(req.ClusterName) {
