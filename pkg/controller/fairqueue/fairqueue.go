@@ -25,7 +25,8 @@ type Options[T comparable] struct {
 	MetricsProvider workqueue.MetricsProvider
 
 	// Weight is the number of items a cluster may be handed in one turn,
-	// asked when the cluster's turn begins. Default: 1 for every cluster.
+	// asked when the cluster's turn begins, with the queue locked: it must be
+	// quick and must not call the queue. Default: 1 for every cluster.
 	// Values below 1 count as 1.
 	Weight func(cluster string) int
 
@@ -62,6 +63,7 @@ type Queue[T comparable] struct {
 	ringLen int
 	credit  int
 
+	epoch    time.Time // of Queue.now
 	shutdown bool
 	done     chan struct{} // closed by ShutDown
 	wake     chan struct{} // the earliest waiting item changed
@@ -82,14 +84,13 @@ const (
 )
 
 type entry[T comparable] struct {
-	key        T
-	c          *cluster[T]
-	priority   int
-	seq        uint64 // FIFO order among equal priorities
-	readyAt    time.Time
-	readySince time.Time // when it became ready, for the latency metric
-	state      entryState
-	index      int // in the ready or the waiting heap
+	key      T
+	c        *cluster[T]
+	priority int
+	seq      uint64 // FIFO order among equal priorities
+	at       int64  // waiting: when due; ready: since when (latency metric); see Queue.now
+	state    entryState
+	index    int // in the ready or the waiting heap
 }
 
 type cluster[T comparable] struct {
@@ -116,6 +117,7 @@ func New[T comparable](name string, opts Options[T]) *Queue[T] {
 		items:      map[T]*entry[T]{},
 		processing: map[T]time.Time{},
 		clusters:   map[string]*cluster[T]{},
+		epoch:      time.Now(),
 		done:       make(chan struct{}),
 		wake:       make(chan struct{}, 1),
 	}
@@ -171,7 +173,7 @@ func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 	if q.shutdown {
 		return
 	}
-	now := time.Now()
+	now := q.now()
 	priority := 0
 	if o.Priority != nil && !q.opts.FIFO {
 		priority = *o.Priority
@@ -193,7 +195,7 @@ func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 			e.c.entries++
 			q.items[key] = e
 			if after > 0 {
-				q.pushWaiting(e, now.Add(after))
+				q.pushWaiting(e, now+int64(after))
 			} else {
 				q.makeReady(e, now)
 			}
@@ -211,8 +213,8 @@ func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 		if after <= 0 {
 			heap.Remove(&q.waiting, e.index)
 			q.makeReady(e, now)
-		} else if at := now.Add(after); at.Before(e.readyAt) {
-			e.readyAt = at
+		} else if at := now + int64(after); at < e.at {
+			e.at = at
 			heap.Fix(&q.waiting, e.index)
 			if e.index == 0 {
 				q.notifyWaiting()
@@ -239,13 +241,12 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 			return zero, 0, true
 		}
 		if e := q.pick(); e != nil {
-			now := time.Now()
 			delete(q.items, e.key)
 			e.c.entries--
 			e.c.inflight++
 			q.ready--
-			q.processing[e.key] = now
-			q.metrics.get(e, now)
+			q.processing[e.key] = time.Now()
+			q.metrics.get(e, q.now())
 			return e.key, e.priority, false
 		}
 		q.cond.Wait()
@@ -267,7 +268,7 @@ func (q *Queue[T]) Done(item T) {
 	c.inflight--
 	if e, ok := q.items[item]; ok && e.state == stateParked {
 		q.ready-- // counted again by makeReady
-		q.makeReady(e, time.Now())
+		q.makeReady(e, q.now())
 	} else if c.ready.Len() > 0 {
 		q.cond.Signal() // the cluster may have been at its cap
 	}
@@ -319,6 +320,10 @@ func (q *Queue[T]) ShuttingDown() bool {
 	return q.shutdown
 }
 
+// now is the monotonic time since the queue was made, in nanoseconds: it
+// keeps entries smaller than a time.Time would.
+func (q *Queue[T]) now() int64 { return int64(time.Since(q.epoch)) }
+
 func (q *Queue[T]) nextSeq() uint64 {
 	q.seq++
 	return q.seq
@@ -343,13 +348,13 @@ func (q *Queue[T]) dropIfIdle(c *cluster[T]) {
 
 // makeReady puts e in its cluster's ready heap, or parks it while the same
 // item is processing.
-func (q *Queue[T]) makeReady(e *entry[T], now time.Time) {
+func (q *Queue[T]) makeReady(e *entry[T], now int64) {
 	q.ready++
 	if _, busy := q.processing[e.key]; busy {
 		e.state = stateParked
 		return
 	}
-	e.state, e.readySince = stateReady, now
+	e.state, e.at = stateReady, now
 	heap.Push(&e.c.ready, e)
 	q.metrics.add()
 	if !e.c.inRing {
@@ -422,8 +427,8 @@ func (q *Queue[T]) weight(c *cluster[T]) int {
 	return max(1, q.opts.Weight(c.name))
 }
 
-func (q *Queue[T]) pushWaiting(e *entry[T], at time.Time) {
-	e.state, e.readyAt = stateWaiting, at
+func (q *Queue[T]) pushWaiting(e *entry[T], at int64) {
+	e.state, e.at = stateWaiting, at
 	heap.Push(&q.waiting, e)
 	if e.index == 0 {
 		q.notifyWaiting()
@@ -444,14 +449,14 @@ func (q *Queue[T]) waitLoop() {
 	defer timer.Stop()
 	for {
 		q.mu.Lock()
-		now := time.Now()
-		for q.waiting.Len() > 0 && !q.waiting[0].readyAt.After(now) {
+		now := q.now()
+		for q.waiting.Len() > 0 && q.waiting[0].at <= now {
 			e := heap.Pop(&q.waiting).(*entry[T])
 			q.makeReady(e, now)
 		}
 		next := time.Hour
 		if q.waiting.Len() > 0 {
-			next = q.waiting[0].readyAt.Sub(now)
+			next = time.Duration(q.waiting[0].at - now)
 		}
 		q.mu.Unlock()
 		timer.Reset(next)

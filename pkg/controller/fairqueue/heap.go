@@ -33,7 +33,7 @@ func (h *readyHeap[T]) Pop() any {
 type waitHeap[T comparable] []*entry[T]
 
 func (h waitHeap[T]) Len() int           { return len(h) }
-func (h waitHeap[T]) Less(i, j int) bool { return h[i].readyAt.Before(h[j].readyAt) }
+func (h waitHeap[T]) Less(i, j int) bool { return h[i].at < h[j].at }
 func (h waitHeap[T]) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
 	h[i].index, h[j].index = i, j

@@ -53,10 +53,10 @@ func (m *metrics[T]) add() {
 	}
 }
 
-func (m *metrics[T]) get(e *entry[T], now time.Time) {
+func (m *metrics[T]) get(e *entry[T], now int64) {
 	if m != nil {
 		m.depth.Dec()
-		m.latency.Observe(now.Sub(e.readySince).Seconds())
+		m.latency.Observe(time.Duration(now - e.at).Seconds())
 	}
 }
 
