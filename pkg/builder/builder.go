@@ -301,10 +301,11 @@ func (b *Builder) logConstructor(name string, gvk schema.GroupVersionKind) func(
 		if req == nil {
 			return log
 		}
-		l := log.WithValues("cluster", req.ClusterName)
+		// One WithValues per request: this runs for every reconcile.
 		if gvk.Kind != "" {
-			l = l.WithValues(gvk.Kind, klog.KRef(req.Namespace, req.Name))
+			return log.WithValues("cluster", req.ClusterName, gvk.Kind, klog.KRef(req.Namespace, req.Name),
+				"namespace", req.Namespace, "name", req.Name)
 		}
-		return l.WithValues("namespace", req.Namespace, "name", req.Name)
+		return log.WithValues("cluster", req.ClusterName, "namespace", req.Namespace, "name", req.Name)
 	}
 }
