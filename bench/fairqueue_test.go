@@ -256,4 +256,3 @@ func controllerRuntimeDrain(b *testing.B, ns string, total, workers int) float64
 	defer stop()
 	return g.measure(b, int64(total))
 }
-
