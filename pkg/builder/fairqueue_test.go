@@ -32,6 +32,7 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 			e := newEnv(t)
 			var mu sync.Mutex
 			var order []string
+			busyAtQuiet := -1 // busy requests reconciled when the quiet one was queued
 			r := mcreconcile.Func(func(_ context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 				if req.Namespace != e.ns {
 					return reconcile.Result{}, nil
@@ -48,6 +49,11 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 			fanOut := mchandler.EnqueueRequestsFromMapFunc(func(_ context.Context, obj client.Object) []reconcile.Request {
 				if obj.GetNamespace() != e.ns {
 					return nil
+				}
+				if obj.GetName() == "quiet" {
+					mu.Lock()
+					busyAtQuiet = countBusy(order)
+					mu.Unlock()
 				}
 				if obj.GetName() != "flood" {
 					return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(obj)}}
@@ -104,16 +110,17 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 				return nil
 			})
 			mu.Lock()
-			busyBefore := 0
-			for _, name := range order[:slices.Index(order, quiet)] {
-				if strings.HasPrefix(name, member(1)+"/busy-") {
-					busyBefore++
-				}
-			}
+			busyBefore := countBusy(order[:slices.Index(order, quiet)])
+			queuedAt := busyAtQuiet
 			mu.Unlock()
-			t.Logf("%d of %d busy requests reconciled before the quiet one", busyBefore, flood)
-			if fair && busyBefore >= flood/2 {
-				t.Errorf("quiet request waited behind %d of %d busy requests, want it served within the busy backlog", busyBefore, flood)
+			t.Logf("%d of %d busy requests reconciled before the quiet one, %d when it was queued", busyBefore, flood, queuedAt)
+			// Once queued, the quiet request waits for the busy request in
+			// progress and the rest of the busy cluster's turn (one request),
+			// so 2; the bound leaves room for the handler being descheduled
+			// between the map func and its Add on a loaded machine (a plain
+			// queue would make it wait for all the other ~1,990).
+			if fair && busyBefore-queuedAt > 50 {
+				t.Errorf("quiet request waited behind %d busy requests after it was queued, want about 2", busyBefore-queuedAt)
 			}
 			if !fair && busyBefore != flood {
 				t.Errorf("without the fair queue the quiet request came after %d busy requests, want all %d", busyBefore, flood)
@@ -144,4 +151,14 @@ func queueDepth(t *testing.T, controller string) float64 {
 		}
 	}
 	return depth
+}
+
+func countBusy(order []string) int {
+	n := 0
+	for _, name := range order {
+		if strings.HasPrefix(name, member(1)+"/busy-") {
+			n++
+		}
+	}
+	return n
 }

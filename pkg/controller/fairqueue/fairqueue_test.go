@@ -30,7 +30,7 @@ func newQueue(t *testing.T, o Options[req]) *Queue[req] {
 	return q
 }
 
-// get takes the next item, failing the test if none comes within a second.
+// get takes the next item, failing the test if none comes within 10s.
 func get(t *testing.T, q *Queue[req]) req {
 	t.Helper()
 	type got struct {
@@ -45,7 +45,7 @@ func get(t *testing.T, q *Queue[req]) req {
 			t.Fatal("queue shut down")
 		}
 		return g.r
-	case <-time.After(time.Second):
+	case <-time.After(10 * time.Second):
 		q.ShutDown() // releases the Get
 		t.Fatal("no item handed out")
 		return ""
@@ -240,12 +240,9 @@ func TestAddAfter(t *testing.T) {
 	if got := get(t, q); got != "a/now" {
 		t.Fatalf("got %s, want a/now", got)
 	}
-	start := time.Now()
+	// Due in 20ms, not in an hour: get would give up first.
 	if got := get(t, q); got != "a/later" {
 		t.Fatalf("got %s, want a/later", got)
-	}
-	if d := time.Since(start); d > 900*time.Millisecond {
-		t.Fatalf("a/later came after %s, want its earlier time", d)
 	}
 	if n := q.Len(); n != 0 {
 		t.Fatalf("Len %d, want 0", n)
