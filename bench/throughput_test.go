@@ -13,15 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
-	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 	clustersprovider "github.com/mcruntime/multicluster-runtime/providers/clusters"
 
@@ -144,55 +141,6 @@ func createManyPrefixed(c client.Client, ns, prefix string, n int) error {
 		}
 	}
 	return nil
-}
-
-// BenchmarkQueueDrain holds every reconcile until the caches of 10 clusters
-// hold 2,000 ConfigMaps each and all 20,000 requests are queued, then reports
-// how fast one worker drains the queue (a cached Get per reconcile).
-func BenchmarkQueueDrain(b *testing.B) {
-	const perCluster = 2000
-	ns := seed(b, perCluster)
-	for i := 0; i < b.N; i++ {
-		p := clustersprovider.New()
-		mgr := newManager(b, p)
-		var queued, done atomic.Int64
-		release := make(chan struct{})
-		var first atomic.Bool
-		counted := predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { queued.Add(1); return true }}
-		if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("drain-%d", nsCounter.Add(1))).
-			For(&corev1.ConfigMap{}).WithEventFilter(counted).
-			WithOptions(mccontroller.Options{MaxConcurrentReconciles: 1}).
-			Complete(cachedGetReconciler(mgr, func(mcreconcile.Request) {
-				if first.CompareAndSwap(false, true) {
-					<-release
-				}
-				done.Add(1)
-			})); err != nil {
-			b.Fatal(err)
-		}
-		stop := run(b, mgr)
-		ctx := context.Background()
-		for c := range throughputClusters {
-			cl, err := pkgclusters.NewCluster(config(), inNamespace(ns))
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := p.Add(ctx, fmt.Sprintf("drain-%d", c), cl); err != nil {
-				b.Fatal(err)
-			}
-		}
-		total := int64(throughputClusters * perCluster)
-		waitFor(b, "every request to be queued", func() bool { return queued.Load() >= total })
-		// The last event's Add follows its predicate at once; give the
-		// handler that instant before timing.
-		time.Sleep(10 * time.Millisecond)
-		begin := time.Now()
-		close(release)
-		waitFor(b, "the queue to drain", func() bool { return done.Load() >= total })
-		elapsed := time.Since(begin)
-		stop()
-		b.ReportMetric(float64(total)/elapsed.Seconds(), "reconciles/s-one-worker")
-	}
 }
 
 func cacheInNamespace(ns string) cache.Options {

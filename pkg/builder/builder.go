@@ -40,6 +40,7 @@ type TypedBuilder[request mcreconcile.ClusterAware[request]] struct {
 	globalPredicates []predicate.Predicate
 	options          mccontroller.TypedOptions[request]
 	notFoundWrapper  bool
+	fairQueue        bool
 	err              error
 }
 
@@ -62,7 +63,7 @@ func ControllerManagedBy(mgr mcmanager.Manager) *Builder {
 // TypedControllerManagedBy starts building a controller with its own request
 // type that mgr runs.
 func TypedControllerManagedBy[request mcreconcile.ClusterAware[request]](mgr mcmanager.Manager) *TypedBuilder[request] {
-	return &TypedBuilder[request]{mgr: mgr, notFoundWrapper: true}
+	return &TypedBuilder[request]{mgr: mgr, notFoundWrapper: true, fairQueue: true}
 }
 
 // For sets the type the controller reconciles and watches it, enqueueing each
@@ -138,6 +139,15 @@ func (b *TypedBuilder[request]) WithClusterNotFoundWrapper(wrap bool) *TypedBuil
 	return b
 }
 
+// WithFairQueue chooses whether the controller's queue serves the clusters
+// with work in turn (the default, see mccontroller.FairQueue) or in the order
+// requests come, as controller-runtime's default queue does. A NewQueue set
+// through WithOptions takes precedence.
+func (b *TypedBuilder[request]) WithFairQueue(fair bool) *TypedBuilder[request] {
+	b.fairQueue = fair
+	return b
+}
+
 // Named sets the controller's name, which must be unique. Defaults to the
 // lower-cased kind of the For type.
 func (b *TypedBuilder[request]) Named(name string) *TypedBuilder[request] {
@@ -206,6 +216,11 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 	}
 	if options.LogConstructor == nil {
 		options.LogConstructor = b.logConstructor(name, gvk)
+	}
+
+	if !b.fairQueue && options.NewQueue == nil {
+		options.DefaultFromConfig(global)
+		options.NewQueue = mccontroller.PlainQueue(options)
 	}
 
 	ctrl, err := mccontroller.NewTyped(name, b.mgr, options)
@@ -308,14 +323,15 @@ func (b *TypedBuilder[request]) logConstructor(name string, gvk schema.GroupVers
 		if in == nil {
 			return log
 		}
-		l := log.WithValues("cluster", (*in).Cluster())
+		// One WithValues per request: this runs for every reconcile.
 		req, ok := any(*in).(mcreconcile.Request)
 		if !ok {
-			return l.WithValues("request", fmt.Sprint(*in))
+			return log.WithValues("cluster", (*in).Cluster(), "request", fmt.Sprint(*in))
 		}
 		if gvk.Kind != "" {
-			l = l.WithValues(gvk.Kind, klog.KRef(req.Namespace, req.Name))
+			return log.WithValues("cluster", req.ClusterName, gvk.Kind, klog.KRef(req.Namespace, req.Name),
+				"namespace", req.Namespace, "name", req.Name)
 		}
-		return l.WithValues("namespace", req.Namespace, "name", req.Name)
+		return log.WithValues("cluster", req.ClusterName, "namespace", req.Namespace, "name", req.Name)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
+	"github.com/mcruntime/multicluster-runtime/pkg/controller/fairqueue"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
@@ -46,5 +48,36 @@ func ExampleWithEngageWithLocalCluster() {
 			mcbuilder.WithEngageWithLocalCluster(true),     // requests with ClusterName ""
 			mcbuilder.WithEngageWithProviderClusters(true), // and from every member
 		).
+		Complete(reconciler)
+}
+
+// The controller's queue serves the clusters with work in turn, so that a
+// busy cluster cannot starve the others. Weights and the per-cluster worker
+// cap are the fair queue's options; WithFairQueue(false) restores
+// controller-runtime's queue, which serves requests in the order they come.
+func ExampleBuilder_WithFairQueue() {
+	var mgr mcmanager.Manager
+	var reconciler mcreconcile.Reconciler
+	_ = mcbuilder.ControllerManagedBy(mgr).
+		For(&corev1.ConfigMap{}).
+		WithOptions(mccontroller.Options{
+			MaxConcurrentReconciles: 8,
+			NewQueue: fairqueue.NewQueueFunc(fairqueue.Options[mcreconcile.Request]{
+				ClusterOf: func(r mcreconcile.Request) string { return r.ClusterName },
+				Weight: func(cluster string) int {
+					if cluster == "production" {
+						return 4 // four requests per turn
+					}
+					return 1
+				},
+				MaxInFlightPerCluster: 2, // a cluster holds at most 2 of the 8 workers
+			}),
+		}).
+		Complete(reconciler)
+
+	_ = mcbuilder.ControllerManagedBy(mgr).
+		Named("unfair").
+		For(&corev1.ConfigMap{}).
+		WithFairQueue(false).
 		Complete(reconciler)
 }

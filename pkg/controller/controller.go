@@ -89,6 +89,9 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 	if c.timeout <= 0 {
 		c.timeout = 2 * time.Minute
 	}
+	if options.NewQueue == nil {
+		options.NewQueue = FairQueue(options)
+	}
 	user := options.Reconciler
 	options.Reconciler = reconcile.TypedFunc[request](func(ctx context.Context, req request) (reconcile.Result, error) {
 		if !c.isEngaged(req.Cluster()) {

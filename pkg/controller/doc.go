@@ -2,7 +2,10 @@
 // fleet from one queue. Import it as mccontroller.
 //
 // The controller wraps controller-runtime's typed controller: workers,
-// rate-limited priority queue, metrics and logging are controller-runtime's.
+// metrics and logging are controller-runtime's. Its queue is by default a
+// fair queue (package fairqueue) that serves the clusters with work in turn,
+// with controller-runtime's dedup, rate limiting and priorities; see
+// FairQueue, and PlainQueue to opt out.
 // What it adds is engagement: when a cluster is engaged, every multi-cluster
 // source watched by the controller starts a watch in that cluster, feeding the
 // shared queue with requests tagged by cluster name; when the cluster

@@ -1,0 +1,488 @@
+package fairqueue
+
+import (
+	"container/heap"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+)
+
+// Options configure a Queue.
+type Options[T comparable] struct {
+	// ClusterOf names the cluster a request belongs to. Required.
+	ClusterOf func(T) string
+
+	// RateLimiter decides the delay of AddRateLimited. Default: per-item
+	// exponential backoff from 5ms to 1000s, as controller-runtime's priority
+	// queue.
+	RateLimiter workqueue.TypedRateLimiter[T]
+
+	// MetricsProvider receives the workqueue metrics of the queue, labelled
+	// with its name. Default: controller-runtime's workqueue metrics in
+	// metrics.Registry. A queue without a name reports no metrics.
+	MetricsProvider workqueue.MetricsProvider
+
+	// Weight is the number of items a cluster may be handed in one turn,
+	// asked when the cluster's turn begins, with the queue locked: it must be
+	// quick and must not call the queue. Default: 1 for every cluster.
+	// Values below 1 count as 1.
+	Weight func(cluster string) int
+
+	// MaxInFlightPerCluster caps the requests of one cluster in processing at
+	// once (handed out by Get and not yet Done); the cluster's other items
+	// wait. Default 0: no cap.
+	MaxInFlightPerCluster int
+
+	// FIFO ignores priorities: the items of a cluster are handed out in the
+	// order they were added, as controller-runtime's plain workqueue does.
+	// GetWithPriority then reports priority 0.
+	FIFO bool
+}
+
+// Queue is a fair, rate-limiting priority queue. Create it with New and end
+// it with ShutDown.
+type Queue[T comparable] struct {
+	opts    Options[T]
+	metrics *metrics[T]
+
+	mu   sync.Mutex
+	cond *sync.Cond // a ready item, freed cluster capacity, shutdown or drain
+
+	items      map[T]*entry[T] // queued: ready, waiting or parked
+	processing map[T]time.Time // handed out and not yet Done, with the time
+	clusters   map[string]*cluster[T]
+	waiting    waitHeap[T]
+	ready      int // entries ready or parked: what Len reports
+	seq        uint64
+
+	// The ring of clusters with ready items; cur is the cluster whose turn it
+	// is and credit what is left of its turn.
+	cur     *cluster[T]
+	ringLen int
+	credit  int
+
+	epoch    time.Time // of Queue.now
+	shutdown bool
+	done     chan struct{} // closed by ShutDown
+	wake     chan struct{} // the earliest waiting item changed
+	stopped  sync.WaitGroup
+}
+
+var (
+	_ workqueue.TypedRateLimitingInterface[string] = &Queue[string]{}
+	_ priorityqueue.PriorityQueue[string]          = &Queue[string]{}
+)
+
+type entryState uint8
+
+const (
+	stateReady   entryState = iota // in its cluster's ready heap
+	stateWaiting                   // in the waiting heap until readyAt
+	stateParked                    // ready, but the same item is processing
+)
+
+type entry[T comparable] struct {
+	key      T
+	c        *cluster[T]
+	priority int
+	seq      uint64 // FIFO order among equal priorities
+	at       int64  // waiting: when due; ready: since when (latency metric); see Queue.now
+	state    entryState
+	index    int // in the ready or the waiting heap
+}
+
+type cluster[T comparable] struct {
+	name       string
+	ready      readyHeap[T]
+	inflight   int
+	entries    int // entries of the cluster in q.items
+	prev, next *cluster[T]
+	inRing     bool
+}
+
+// New returns a started queue. name labels its metrics (controller-runtime
+// passes the controller's name). It panics without Options.ClusterOf, a
+// programming error.
+func New[T comparable](name string, opts Options[T]) *Queue[T] {
+	if opts.ClusterOf == nil {
+		panic("fairqueue: Options.ClusterOf is required")
+	}
+	if opts.RateLimiter == nil {
+		opts.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 1000*time.Second)
+	}
+	q := &Queue[T]{
+		opts:       opts,
+		items:      map[T]*entry[T]{},
+		processing: map[T]time.Time{},
+		clusters:   map[string]*cluster[T]{},
+		epoch:      time.Now(),
+		done:       make(chan struct{}),
+		wake:       make(chan struct{}, 1),
+	}
+	q.cond = sync.NewCond(&q.mu)
+	q.metrics = newMetrics[T](name, opts.MetricsProvider)
+	q.stopped.Add(1)
+	go q.waitLoop()
+	if q.metrics != nil {
+		q.stopped.Add(1)
+		go q.metricsLoop()
+	}
+	return q
+}
+
+// NewQueueFunc returns a controller.TypedOptions.NewQueue that builds a fair
+// queue with opts and the controller's rate limiter.
+func NewQueueFunc[T comparable](opts Options[T]) func(string, workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+	return func(name string, rl workqueue.TypedRateLimiter[T]) workqueue.TypedRateLimitingInterface[T] {
+		o := opts
+		if rl != nil {
+			o.RateLimiter = rl
+		}
+		return New(name, o)
+	}
+}
+
+// Add queues item now.
+func (q *Queue[T]) Add(item T) { q.AddWithOpts(priorityqueue.AddOpts{}, item) }
+
+// AddAfter queues item once d has passed.
+func (q *Queue[T]) AddAfter(item T, d time.Duration) {
+	q.AddWithOpts(priorityqueue.AddOpts{After: d}, item)
+}
+
+// AddRateLimited queues item after the rate limiter's delay for it.
+func (q *Queue[T]) AddRateLimited(item T) {
+	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
+}
+
+// Forget ends the rate limiter's backoff for item.
+func (q *Queue[T]) Forget(item T) { q.opts.RateLimiter.Forget(item) }
+
+// NumRequeues is the number of rate-limited adds of item since its last Forget.
+func (q *Queue[T]) NumRequeues(item T) int { return q.opts.RateLimiter.NumRequeues(item) }
+
+// AddWithOpts queues items as controller-runtime's priority queue does: an
+// item already queued keeps the higher of the priorities and the earlier of
+// the ready times; an item whose priority rises goes behind the items queued
+// at its new priority.
+func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.shutdown {
+		return
+	}
+	now := q.now()
+	priority := 0
+	if o.Priority != nil && !q.opts.FIFO {
+		priority = *o.Priority
+	}
+	for _, key := range items {
+		after := o.After
+		if o.RateLimited {
+			if rl := q.opts.RateLimiter.When(key); after <= 0 || rl < after {
+				after = rl
+			}
+		}
+		if after > 0 {
+			q.metrics.retry()
+		}
+		e, ok := q.items[key]
+		if !ok {
+			e = &entry[T]{key: key, priority: priority, seq: q.nextSeq(), index: -1}
+			e.c = q.clusterFor(q.opts.ClusterOf(key))
+			e.c.entries++
+			q.items[key] = e
+			if after > 0 {
+				q.pushWaiting(e, now+int64(after))
+			} else {
+				q.makeReady(e, now)
+			}
+			continue
+		}
+		if priority > e.priority {
+			e.priority, e.seq = priority, q.nextSeq()
+			if e.state == stateReady {
+				heap.Fix(&e.c.ready, e.index)
+			}
+		}
+		if e.state != stateWaiting {
+			continue
+		}
+		if after <= 0 {
+			heap.Remove(&q.waiting, e.index)
+			q.makeReady(e, now)
+		} else if at := now + int64(after); at < e.at {
+			e.at = at
+			heap.Fix(&q.waiting, e.index)
+			if e.index == 0 {
+				q.notifyWaiting()
+			}
+		}
+	}
+}
+
+// Get hands out the next item. See GetWithPriority.
+func (q *Queue[T]) Get() (T, bool) {
+	item, _, shutdown := q.GetWithPriority()
+	return item, shutdown
+}
+
+// GetWithPriority blocks until an item can be handed out, taking the clusters
+// with ready items in turn, and returns it with its priority. The caller must
+// call Done with it. After ShutDown it returns shutdown true at once.
+func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for {
+		if q.shutdown {
+			var zero T
+			return zero, 0, true
+		}
+		if e := q.pick(); e != nil {
+			delete(q.items, e.key)
+			e.c.entries--
+			e.c.inflight++
+			q.ready--
+			q.processing[e.key] = time.Now()
+			q.metrics.get(e, q.now())
+			return e.key, e.priority, false
+		}
+		q.cond.Wait()
+	}
+}
+
+// Done marks item as processed. If it was added again meanwhile, it is
+// queued again now.
+func (q *Queue[T]) Done(item T) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	start, ok := q.processing[item]
+	if !ok {
+		return
+	}
+	delete(q.processing, item)
+	q.metrics.done(start)
+	c := q.clusters[q.opts.ClusterOf(item)]
+	c.inflight--
+	if e, ok := q.items[item]; ok && e.state == stateParked {
+		q.ready-- // counted again by makeReady
+		q.makeReady(e, q.now())
+	} else if c.ready.Len() > 0 {
+		q.cond.Signal() // the cluster may have been at its cap
+	}
+	q.dropIfIdle(c)
+	if q.shutdown && len(q.processing) == 0 {
+		q.cond.Broadcast() // ShutDownWithDrain
+	}
+}
+
+// Len is the number of items ready to be handed out, including those that
+// wait for the same item's processing or for their cluster's cap; items
+// added with a delay count once the delay has passed.
+func (q *Queue[T]) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.ready
+}
+
+// ShutDown stops the queue: Get returns shutdown, adds are ignored, and the
+// queue's goroutines end.
+func (q *Queue[T]) ShutDown() {
+	q.mu.Lock()
+	if q.shutdown {
+		q.mu.Unlock()
+		return
+	}
+	q.shutdown = true
+	close(q.done)
+	q.cond.Broadcast()
+	q.mu.Unlock()
+	q.stopped.Wait()
+}
+
+// ShutDownWithDrain shuts the queue down and waits until every item handed
+// out has been Done.
+func (q *Queue[T]) ShutDownWithDrain() {
+	q.ShutDown()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.processing) > 0 {
+		q.cond.Wait()
+	}
+}
+
+// ShuttingDown reports whether ShutDown was called.
+func (q *Queue[T]) ShuttingDown() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.shutdown
+}
+
+// now is the monotonic time since the queue was made, in nanoseconds: it
+// keeps entries smaller than a time.Time would.
+func (q *Queue[T]) now() int64 { return int64(time.Since(q.epoch)) }
+
+func (q *Queue[T]) nextSeq() uint64 {
+	q.seq++
+	return q.seq
+}
+
+func (q *Queue[T]) clusterFor(name string) *cluster[T] {
+	c, ok := q.clusters[name]
+	if !ok {
+		c = &cluster[T]{name: name}
+		q.clusters[name] = c
+	}
+	return c
+}
+
+// dropIfIdle forgets a cluster that holds nothing, so that a fleet's churn
+// leaves nothing behind.
+func (q *Queue[T]) dropIfIdle(c *cluster[T]) {
+	if c.entries == 0 && c.inflight == 0 && !c.inRing {
+		delete(q.clusters, c.name)
+	}
+}
+
+// makeReady puts e in its cluster's ready heap, or parks it while the same
+// item is processing.
+func (q *Queue[T]) makeReady(e *entry[T], now int64) {
+	q.ready++
+	if _, busy := q.processing[e.key]; busy {
+		e.state = stateParked
+		return
+	}
+	e.state, e.at = stateReady, now
+	heap.Push(&e.c.ready, e)
+	q.metrics.add()
+	if !e.c.inRing {
+		q.link(e.c)
+	}
+	q.cond.Signal()
+}
+
+// pick takes the next item in turn, or nil when no cluster may be served.
+// Clusters at their cap are passed over; there are at most as many of those
+// as items in processing.
+func (q *Queue[T]) pick() *entry[T] {
+	for range q.ringLen {
+		c := q.cur
+		if q.opts.MaxInFlightPerCluster > 0 && c.inflight >= q.opts.MaxInFlightPerCluster {
+			q.advance()
+			continue
+		}
+		e := heap.Pop(&c.ready).(*entry[T])
+		q.credit--
+		if c.ready.Len() == 0 {
+			q.unlink(c)
+		} else if q.credit <= 0 {
+			q.advance()
+		}
+		return e
+	}
+	return nil
+}
+
+// link adds c to the ring, last in turn.
+func (q *Queue[T]) link(c *cluster[T]) {
+	c.inRing = true
+	q.ringLen++
+	if q.cur == nil {
+		c.prev, c.next = c, c
+		q.cur = c
+		q.credit = q.weight(c)
+		return
+	}
+	c.prev, c.next = q.cur.prev, q.cur
+	q.cur.prev.next = c
+	q.cur.prev = c
+}
+
+func (q *Queue[T]) unlink(c *cluster[T]) {
+	c.inRing = false
+	q.ringLen--
+	if q.ringLen == 0 {
+		q.cur = nil
+	} else {
+		c.prev.next, c.next.prev = c.next, c.prev
+		if q.cur == c {
+			q.cur = c.next
+			q.credit = q.weight(q.cur)
+		}
+	}
+	c.prev, c.next = nil, nil
+}
+
+func (q *Queue[T]) advance() {
+	q.cur = q.cur.next
+	q.credit = q.weight(q.cur)
+}
+
+func (q *Queue[T]) weight(c *cluster[T]) int {
+	if q.opts.Weight == nil {
+		return 1
+	}
+	return max(1, q.opts.Weight(c.name))
+}
+
+func (q *Queue[T]) pushWaiting(e *entry[T], at int64) {
+	e.state, e.at = stateWaiting, at
+	heap.Push(&q.waiting, e)
+	if e.index == 0 {
+		q.notifyWaiting()
+	}
+}
+
+func (q *Queue[T]) notifyWaiting() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// waitLoop makes waiting items ready when their time comes.
+func (q *Queue[T]) waitLoop() {
+	defer q.stopped.Done()
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		q.mu.Lock()
+		now := q.now()
+		for q.waiting.Len() > 0 && q.waiting[0].at <= now {
+			e := heap.Pop(&q.waiting).(*entry[T])
+			q.makeReady(e, now)
+		}
+		next := time.Hour
+		if q.waiting.Len() > 0 {
+			next = time.Duration(q.waiting[0].at - now)
+		}
+		q.mu.Unlock()
+		timer.Reset(next)
+		select {
+		case <-q.done:
+			return
+		case <-q.wake:
+		case <-timer.C:
+		}
+	}
+}
+
+// metricsLoop reports the age of the work in processing, as client-go's
+// queue does.
+func (q *Queue[T]) metricsLoop() {
+	defer q.stopped.Done()
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-q.done:
+			return
+		case <-t.C:
+		}
+		q.mu.Lock()
+		q.metrics.updateUnfinished(q.processing, time.Now())
+		q.mu.Unlock()
+	}
+}

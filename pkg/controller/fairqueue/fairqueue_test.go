@@ -1,0 +1,487 @@
+package fairqueue
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"go.uber.org/goleak"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// req is a test request: "cluster/key".
+type req string
+
+func clusterOf(r req) string { c, _, _ := strings.Cut(string(r), "/"); return c }
+
+func newQueue(t *testing.T, o Options[req]) *Queue[req] {
+	t.Helper()
+	o.ClusterOf = clusterOf
+	q := New("", o)
+	t.Cleanup(q.ShutDown)
+	return q
+}
+
+// get takes the next item, failing the test if none comes within 10s.
+func get(t *testing.T, q *Queue[req]) req {
+	t.Helper()
+	type got struct {
+		r        req
+		shutdown bool
+	}
+	ch := make(chan got, 1)
+	go func() { r, s := q.Get(); ch <- got{r, s} }()
+	select {
+	case g := <-ch:
+		if g.shutdown {
+			t.Fatal("queue shut down")
+		}
+		return g.r
+	case <-time.After(10 * time.Second):
+		q.ShutDown() // releases the Get
+		t.Fatal("no item handed out")
+		return ""
+	}
+}
+
+// noItem asserts that a Get stays blocked while the queue holds only items
+// it may not hand out; the pending Get is released by shutting q down.
+func noItem(t *testing.T, q *Queue[req]) {
+	t.Helper()
+	ch := make(chan req, 1)
+	go func() { r, _ := q.Get(); ch <- r }()
+	select {
+	case r := <-ch:
+		t.Fatalf("got %q, want nothing", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.ShutDown()
+	<-ch
+}
+
+func TestQuietClusterIsServedBeforeBusyBacklog(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	for i := range 5000 {
+		q.Add(req(fmt.Sprintf("busy/%d", i)))
+	}
+	q.Add("quiet/x")
+	var pos int
+	for pos = 1; ; pos++ {
+		if r := get(t, q); r == "quiet/x" {
+			break
+		} else {
+			q.Done(r)
+		}
+	}
+	if pos > 2 {
+		t.Fatalf("quiet request handed out at position %d behind 5000 busy ones, want at most 2", pos)
+	}
+}
+
+func TestRoundRobinAcrossClusters(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	for i := range 3 {
+		for _, c := range []string{"a", "b", "c"} {
+			q.Add(req(fmt.Sprintf("%s/%d", c, i)))
+		}
+	}
+	var got []string
+	for range 9 {
+		r := get(t, q)
+		q.Done(r)
+		got = append(got, clusterOf(r))
+	}
+	if want := "a b c a b c a b c"; strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+}
+
+func TestWeights(t *testing.T) {
+	q := newQueue(t, Options[req]{Weight: func(c string) int {
+		if c == "a" {
+			return 3
+		}
+		return 0 // counts as 1
+	}})
+	for i := range 6 {
+		q.Add(req(fmt.Sprintf("a/%d", i)))
+		q.Add(req(fmt.Sprintf("b/%d", i)))
+	}
+	var got []string
+	for range 8 {
+		r := get(t, q)
+		q.Done(r)
+		got = append(got, clusterOf(r))
+	}
+	if want := "a a a b a a a b"; strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+}
+
+func TestPrioritiesWithinClusterFairAcross(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	low, high := -100, 10
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &low}, "a/low1", "a/low2")
+	q.Add("a/mid")
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &high}, "a/high")
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &low}, "b/low")
+	// Raising a queued item's priority puts it behind the items of its new priority.
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &high}, "a/low1")
+
+	var got []string
+	for range 5 {
+		r, prio, _ := q.GetWithPriority()
+		q.Done(r)
+		got = append(got, fmt.Sprintf("%s(%d)", r, prio))
+	}
+	want := "a/high(10) b/low(-100) a/low1(10) a/mid(0) a/low2(-100)"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("order %v, want %s", got, want)
+	}
+}
+
+func TestFIFOIgnoresPriorities(t *testing.T) {
+	q := newQueue(t, Options[req]{FIFO: true})
+	high := 10
+	q.Add("a/1")
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &high}, "a/2")
+	for _, want := range []req{"a/1", "a/2"} {
+		r, prio, _ := q.GetWithPriority()
+		if r != want || prio != 0 {
+			t.Fatalf("got %s(%d), want %s(0)", r, prio, want)
+		}
+		q.Done(r)
+	}
+}
+
+func TestDedup(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.Add("a/1")
+	q.Add("a/1")
+	q.AddAfter("a/1", time.Hour) // already ready: stays ready
+	if n := q.Len(); n != 1 {
+		t.Fatalf("Len %d, want 1", n)
+	}
+	r := get(t, q)
+	q.Done(r)
+	noItem(t, q)
+}
+
+func TestReaddWhileProcessingWaitsForDone(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.Add("a/1")
+	r := get(t, q)
+	q.Add("a/1")
+	q.Add("b/1")
+	if got := get(t, q); got != "b/1" {
+		t.Fatalf("got %s while a/1 is processing, want b/1", got)
+	}
+	ch := make(chan req, 1)
+	go func() { r, _ := q.Get(); ch <- r }()
+	select {
+	case r := <-ch:
+		t.Fatalf("a/1 handed out twice at once: %s", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.Done(r)
+	select {
+	case r := <-ch:
+		if r != "a/1" {
+			t.Fatalf("got %s, want a/1 again", r)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a/1 not handed out again after Done")
+	}
+}
+
+func TestPerClusterCap(t *testing.T) {
+	q := newQueue(t, Options[req]{MaxInFlightPerCluster: 2})
+	for i := range 4 {
+		q.Add(req(fmt.Sprintf("a/%d", i)))
+	}
+	q.Add("b/0")
+	a0, b0, a1 := get(t, q), get(t, q), get(t, q)
+	if clusterOf(a0) != "a" || b0 != "b/0" || clusterOf(a1) != "a" {
+		t.Fatalf("got %s %s %s", a0, b0, a1)
+	}
+	// a has two in processing: its other items wait for a Done.
+	ch := make(chan req, 1)
+	go func() { r, _ := q.Get(); ch <- r }()
+	select {
+	case r := <-ch:
+		t.Fatalf("got %s beyond a's cap", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.Done(a0)
+	select {
+	case r := <-ch:
+		if clusterOf(r) != "a" {
+			t.Fatalf("got %s, want an item of a", r)
+		}
+	case <-time.After(time.Second):
+		t.Fatal("a's item not handed out after Done freed its cap")
+	}
+}
+
+func TestAddAfter(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.AddAfter("a/later", time.Hour)
+	q.AddAfter("a/later", 20*time.Millisecond) // the earlier time wins
+	q.AddAfter("a/now", time.Hour)
+	q.Add("a/now") // ready at once
+	if got := get(t, q); got != "a/now" {
+		t.Fatalf("got %s, want a/now", got)
+	}
+	// Due in 20ms, not in an hour: get would give up first.
+	if got := get(t, q); got != "a/later" {
+		t.Fatalf("got %s, want a/later", got)
+	}
+	if n := q.Len(); n != 0 {
+		t.Fatalf("Len %d, want 0", n)
+	}
+}
+
+func TestRateLimiting(t *testing.T) {
+	q := newQueue(t, Options[req]{RateLimiter: workqueue.NewTypedItemExponentialFailureRateLimiter[req](time.Millisecond, time.Second)})
+	q.AddRateLimited("a/1")
+	if got := get(t, q); got != "a/1" {
+		t.Fatalf("got %s", got)
+	}
+	q.Done("a/1")
+	q.AddRateLimited("a/1")
+	if n := q.NumRequeues("a/1"); n != 2 {
+		t.Fatalf("NumRequeues %d, want 2", n)
+	}
+	q.Forget("a/1")
+	if n := q.NumRequeues("a/1"); n != 0 {
+		t.Fatalf("NumRequeues after Forget %d, want 0", n)
+	}
+	if got := get(t, q); got != "a/1" {
+		t.Fatalf("got %s", got)
+	}
+}
+
+func TestShutDown(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	ch := make(chan bool, 1)
+	go func() { _, s := q.Get(); ch <- s }()
+	q.ShutDown()
+	select {
+	case s := <-ch:
+		if !s {
+			t.Fatal("blocked Get returned without shutdown")
+		}
+	case <-time.After(time.Second):
+		t.Fatal("blocked Get not released by ShutDown")
+	}
+	q.Add("a/1")
+	if n := q.Len(); n != 0 || !q.ShuttingDown() {
+		t.Fatalf("Len %d after ShutDown, want 0", n)
+	}
+}
+
+func TestShutDownWithDrainWaitsForProcessing(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.Add("a/1")
+	r := get(t, q)
+	drained := make(chan struct{})
+	go func() { q.ShutDownWithDrain(); close(drained) }()
+	select {
+	case <-drained:
+		t.Fatal("drained while a/1 is processing")
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.Done(r)
+	select {
+	case <-drained:
+	case <-time.After(time.Second):
+		t.Fatal("not drained after Done")
+	}
+}
+
+// TestConcurrent adds from many goroutines while workers take items: every
+// key added is handed out, never to two workers at once, and the queue
+// forgets every cluster once empty.
+func TestConcurrent(t *testing.T) {
+	q := newQueue(t, Options[req]{MaxInFlightPerCluster: 2, Weight: func(c string) int { return len(c) }})
+	const producers, perProducer, workers = 8, 500, 8
+	var inflight sync.Map
+	var handled, overlaps atomic.Int64
+	seen, added := sync.Map{}, sync.Map{}
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				r, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				if _, loaded := inflight.LoadOrStore(r, true); loaded {
+					overlaps.Add(1)
+				}
+				seen.Store(r, true)
+				handled.Add(1)
+				if handled.Load()%7 == 0 {
+					q.AddRateLimited(r) // requeued while processing
+				}
+				inflight.Delete(r)
+				q.Done(r)
+			}
+		}()
+	}
+	var pw sync.WaitGroup
+	for p := range producers {
+		pw.Add(1)
+		go func() {
+			defer pw.Done()
+			for i := range perProducer {
+				r := req(fmt.Sprintf("c%d/%d", i%(p+1), i%50))
+				added.Store(r, true)
+				switch i % 3 {
+				case 0:
+					q.Add(r)
+				case 1:
+					q.AddAfter(r, time.Millisecond)
+				default:
+					prio := i % 5
+					q.AddWithOpts(priorityqueue.AddOpts{Priority: &prio}, r)
+				}
+			}
+		}()
+	}
+	pw.Wait()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		q.mu.Lock()
+		idle := len(q.items) == 0 && len(q.processing) == 0 && len(q.clusters) == 0
+		q.mu.Unlock()
+		if idle {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("queue not drained")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	q.ShutDown()
+	wg.Wait()
+	if n := overlaps.Load(); n != 0 {
+		t.Fatalf("%d items handed to two workers at once", n)
+	}
+	var want, missing int
+	added.Range(func(k, _ any) bool {
+		want++
+		if _, ok := seen.Load(k); !ok {
+			missing++
+		}
+		return true
+	})
+	if missing != 0 {
+		t.Fatalf("%d of %d distinct requests added were never handed out", missing, want)
+	}
+}
+
+type countingProvider struct {
+	adds, retries, depth, latency, work atomic.Int64
+}
+
+type fn func()
+
+func (f fn) Inc()            { f() }
+func (f fn) Dec()            {}
+func (f fn) Set(float64)     {}
+func (f fn) Observe(float64) { f() }
+
+func (p *countingProvider) NewDepthMetric(string) workqueue.GaugeMetric {
+	return gauge{&p.depth}
+}
+func (p *countingProvider) NewAddsMetric(string) workqueue.CounterMetric {
+	return fn(func() { p.adds.Add(1) })
+}
+func (p *countingProvider) NewLatencyMetric(string) workqueue.HistogramMetric {
+	return fn(func() { p.latency.Add(1) })
+}
+func (p *countingProvider) NewWorkDurationMetric(string) workqueue.HistogramMetric {
+	return fn(func() { p.work.Add(1) })
+}
+func (p *countingProvider) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return fn(func() {})
+}
+func (p *countingProvider) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
+	return fn(func() {})
+}
+func (p *countingProvider) NewRetriesMetric(string) workqueue.CounterMetric {
+	return fn(func() { p.retries.Add(1) })
+}
+
+type gauge struct{ v *atomic.Int64 }
+
+func (g gauge) Inc()        { g.v.Add(1) }
+func (g gauge) Dec()        { g.v.Add(-1) }
+func (g gauge) Set(float64) {}
+
+func TestMetrics(t *testing.T) {
+	p := &countingProvider{}
+	q := New("metrics-test", Options[req]{ClusterOf: clusterOf, MetricsProvider: p})
+	defer q.ShutDown()
+	q.Add("a/1")
+	q.Add("b/1")
+	q.AddAfter("c/1", time.Hour)
+	r := get(t, q)
+	q.Done(r)
+	if a, d, l, w, rt := p.adds.Load(), p.depth.Load(), p.latency.Load(), p.work.Load(), p.retries.Load(); a != 2 || d != 1 || l != 1 || w != 1 || rt != 1 {
+		t.Fatalf("adds %d depth %d latency %d work %d retries %d, want 2 1 1 1 1", a, d, l, w, rt)
+	}
+}
+
+func TestDefaultMetricsAreControllerRuntimes(t *testing.T) {
+	name := fmt.Sprintf("fairqueue-default-metrics-%d", metricsRun.Add(1)) // unique under -count
+	q := New(name, Options[req]{ClusterOf: clusterOf})
+	defer q.ShutDown()
+	q.Add("a/1")
+	q.Add("b/1")
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := func(metric string) float64 {
+		for _, f := range families {
+			if f.GetName() != metric {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				if hasLabel(m, "name", name) {
+					return m.GetCounter().GetValue() + m.GetGauge().GetValue()
+				}
+			}
+		}
+		return -1
+	}
+	if v := value("workqueue_adds_total"); v != 2 {
+		t.Fatalf("workqueue_adds_total %v, want 2", v)
+	}
+	if v := value("workqueue_depth"); v != 2 {
+		t.Fatalf("workqueue_depth %v, want 2", v)
+	}
+}
+
+var metricsRun atomic.Int64
+
+func hasLabel(m *dto.Metric, name, value string) bool {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name && l.GetValue() == value {
+			return true
+		}
+	}
+	return false
+}
