@@ -1,0 +1,69 @@
+// Command kubeconfig runs a ConfigMap controller over the clusters whose
+// kubeconfigs are stored in labelled Secrets on the host cluster (kubeconfig
+// provider). Register a member with:
+//
+//	go run ./cmd/kubeconfig-secret -h
+//	go run ./examples/kubeconfig -namespace fleet-system
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
+)
+
+func main() {
+	ns := flag.String("namespace", kubeconfig.DefaultNamespace, "namespace of the kubeconfig Secrets")
+	flag.Parse()
+	if err := run(*ns); err != nil {
+		fmt.Fprintln(os.Stderr, "kubeconfig:", err)
+		os.Exit(1)
+	}
+}
+
+func run(namespace string) error {
+	ctx := ctrl.SetupSignalHandler()
+	// snippet:kubeconfig-provider
+	provider := kubeconfig.New(kubeconfig.Options{
+		Namespace:             namespace,
+		KubeconfigSecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, // value must be "true"
+		KubeconfigSecretKey:   kubeconfig.DefaultKubeconfigSecretKey,
+	})
+	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, mcmanager.Options{})
+	if err != nil {
+		return err
+	}
+	// The provider is a controller on the host cluster: it watches the Secrets.
+	if err := provider.SetupWithManager(ctx, mgr); err != nil {
+		return err
+	}
+	// end-snippet
+	err = mcbuilder.ControllerManagedBy(mgr).
+		For(&corev1.ConfigMap{}).
+		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (mcreconcile.Result, error) {
+			cl, err := mgr.GetCluster(ctx, req.ClusterName)
+			if err != nil {
+				return mcreconcile.Result{}, err
+			}
+			cm := &corev1.ConfigMap{}
+			if err := cl.GetClient().Get(ctx, req.NamespacedName, cm); err != nil {
+				return mcreconcile.Result{}, client.IgnoreNotFound(err)
+			}
+			ctrl.LoggerFrom(ctx).Info("Reconciled", "keys", len(cm.Data))
+			return mcreconcile.Result{}, nil
+		}))
+	if err != nil {
+		return err
+	}
+	return mgr.Start(ctx)
+}
