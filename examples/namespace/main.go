@@ -42,12 +42,14 @@ func run() error {
 	if err != nil {
 		return err
 	}
+	// snippet:namespace-provider
 	// The provider's cluster holds the cache that all virtual clusters share.
 	shared, err := cluster.New(cfg)
 	if err != nil {
 		return err
 	}
 	mgr, err := mcmanager.New(cfg, namespace.New(shared), mcmanager.Options{})
+	// end-snippet
 	if err != nil {
 		return err
 	}
