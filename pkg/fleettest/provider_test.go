@@ -38,3 +38,27 @@ func TestProviderAddsAndRemovesMembers(t *testing.T) {
 		t.Fatalf("ClusterName(1) = %q, want m1", p.ClusterName(1))
 	}
 }
+
+// A stopped member is retried in the background and never holds back the
+// others: what an unreachable cluster does in production.
+func TestProviderEngagesTheLiveMembersWhenOneIsStopped(t *testing.T) {
+	f := fleettest.New(t, 2)
+	if err := f.MarkMembers(); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.StopMember(1); err != nil {
+		t.Fatal(err)
+	}
+	p := fleettest.NewProvider(f, fleettest.ProviderOptions{})
+	mgr := mctest.NewManager(t, f.Config(0), p)
+	tr := mctest.NewTracker()
+	if err := mgr.Add(tr); err != nil {
+		t.Fatal(err)
+	}
+	mctest.Start(t, mgr)
+
+	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"member-0": 0})
+	if _, err := p.Get(context.Background(), "member-1"); !errors.Is(err, multicluster.ErrClusterNotFound) {
+		t.Fatalf("Get of the stopped member: want ErrClusterNotFound, got %v", err)
+	}
+}
