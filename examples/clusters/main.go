@@ -9,6 +9,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -16,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
@@ -33,14 +35,13 @@ func main() {
 	var kubeconfigs paths
 	flag.Var(&kubeconfigs, "kubeconfig", "kubeconfig of a member (repeatable)")
 	flag.Parse()
-	if err := run(kubeconfigs); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), kubeconfigs, mcmanager.Options{}, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "clusters:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfigs []string) error {
-	ctx := ctrl.SetupSignalHandler()
+func run(ctx context.Context, host *rest.Config, kubeconfigs []string, opts mcmanager.Options, out io.Writer) error {
 	// snippet:clusters-provider
 	provider := clusters.New()
 	for i, path := range kubeconfigs {
@@ -57,15 +58,15 @@ func run(kubeconfigs []string) error {
 			return err
 		}
 	}
-	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, mcmanager.Options{})
 	// end-snippet
+	mgr, err := mcmanager.New(host, provider, opts)
 	if err != nil {
 		return err
 	}
 	err = mcbuilder.ControllerManagedBy(mgr).
 		For(&corev1.ConfigMap{}).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (mcreconcile.Result, error) {
-			fmt.Println("reconciled", req)
+			fmt.Fprintln(out, "reconciled", req)
 			return mcreconcile.Result{}, nil
 		}))
 	if err != nil {

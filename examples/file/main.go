@@ -9,9 +9,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,13 +27,13 @@ import (
 func main() {
 	dir := flag.String("dir", "", "directory of kubeconfig files")
 	flag.Parse()
-	if err := run(*dir); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), *dir, mcmanager.Options{}, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "file:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string) error {
+func run(ctx context.Context, cfg *rest.Config, dir string, opts mcmanager.Options, out io.Writer) error {
 	// snippet:file-provider
 	provider, err := file.New(file.Options{
 		KubeconfigDirs:  []string{dir},
@@ -40,11 +42,11 @@ func run(dir string) error {
 		// The names must stay distinct across files.
 		ClusterName: func(path, context string) multicluster.ClusterName { return context },
 	})
+	// end-snippet
 	if err != nil {
 		return err
 	}
-	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, mcmanager.Options{})
-	// end-snippet
+	mgr, err := mcmanager.New(cfg, provider, opts)
 	if err != nil {
 		return err
 	}
@@ -59,11 +61,11 @@ func run(dir string) error {
 			if err := cl.GetClient().Get(ctx, req.NamespacedName, cm); err != nil {
 				return mcreconcile.Result{}, client.IgnoreNotFound(err)
 			}
-			fmt.Printf("%s: %d keys\n", req, len(cm.Data))
+			fmt.Fprintf(out, "reconciled %s: %d keys\n", req, len(cm.Data))
 			return mcreconcile.Result{}, nil
 		}))
 	if err != nil {
 		return err
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }

@@ -10,9 +10,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -25,21 +27,20 @@ import (
 func main() {
 	ns := flag.String("namespace", kubeconfig.DefaultNamespace, "namespace of the kubeconfig Secrets")
 	flag.Parse()
-	if err := run(*ns); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), *ns, mcmanager.Options{}, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "kubeconfig:", err)
 		os.Exit(1)
 	}
 }
 
-func run(namespace string) error {
-	ctx := ctrl.SetupSignalHandler()
+func run(ctx context.Context, cfg *rest.Config, namespace string, opts mcmanager.Options, out io.Writer) error {
 	// snippet:kubeconfig-provider
 	provider := kubeconfig.New(kubeconfig.Options{
 		Namespace:             namespace,
 		KubeconfigSecretLabel: kubeconfig.DefaultKubeconfigSecretLabel, // value must be "true"
 		KubeconfigSecretKey:   kubeconfig.DefaultKubeconfigSecretKey,
 	})
-	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, mcmanager.Options{})
+	mgr, err := mcmanager.New(cfg, provider, opts)
 	if err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func run(namespace string) error {
 			if err := cl.GetClient().Get(ctx, req.NamespacedName, cm); err != nil {
 				return mcreconcile.Result{}, client.IgnoreNotFound(err)
 			}
-			ctrl.LoggerFrom(ctx).Info("Reconciled", "keys", len(cm.Data))
+			fmt.Fprintf(out, "reconciled %s: %d keys\n", req, len(cm.Data))
 			return mcreconcile.Result{}, nil
 		}))
 	if err != nil {

@@ -10,9 +10,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -27,14 +29,13 @@ import (
 func main() {
 	dir := flag.String("dir", "", "directory of kubeconfig files")
 	flag.Parse()
-	if err := run(*dir); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), *dir, mcmanager.Options{}, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "multi:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir string) error {
-	cfg := ctrl.GetConfigOrDie()
+func run(ctx context.Context, cfg *rest.Config, dir string, opts mcmanager.Options, out io.Writer) error {
 	// snippet:multi-provider
 	provider := multi.New(multi.Options{Separator: "#"})
 
@@ -52,19 +53,19 @@ func run(dir string) error {
 	if err := provider.AddProvider("ns", namespace.New(host)); err != nil {
 		return err
 	}
-	mgr, err := mcmanager.New(cfg, provider, mcmanager.Options{})
 	// end-snippet
+	mgr, err := mcmanager.New(cfg, provider, opts)
 	if err != nil {
 		return err
 	}
 	err = mcbuilder.ControllerManagedBy(mgr).
 		For(&corev1.ConfigMap{}).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (mcreconcile.Result, error) {
-			fmt.Println("reconciled", req) // cluster://files#dev/default/x, cluster://ns#team-a/default/y
+			fmt.Fprintln(out, "reconciled", req) // cluster://files#dev/default/x, cluster://ns#team-a/default/y
 			return mcreconcile.Result{}, nil
 		}))
 	if err != nil {
 		return err
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }

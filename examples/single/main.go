@@ -10,9 +10,11 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -26,14 +28,13 @@ import (
 func main() {
 	noProvider := flag.Bool("no-provider", false, "run against the host cluster only")
 	flag.Parse()
-	if err := run(*noProvider); err != nil {
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), *noProvider, mcmanager.Options{}, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "single:", err)
 		os.Exit(1)
 	}
 }
 
-func run(noProvider bool) error {
-	cfg := ctrl.GetConfigOrDie()
+func run(ctx context.Context, cfg *rest.Config, noProvider bool, opts mcmanager.Options, out io.Writer) error {
 	// snippet:single-provider
 	var provider multicluster.Provider // nil: a single-cluster manager
 	if !noProvider {
@@ -43,7 +44,7 @@ func run(noProvider bool) error {
 		}
 		provider = single.New("only", cl)
 	}
-	mgr, err := mcmanager.New(cfg, provider, mcmanager.Options{})
+	mgr, err := mcmanager.New(cfg, provider, opts)
 	// end-snippet
 	if err != nil {
 		return err
@@ -51,11 +52,11 @@ func run(noProvider bool) error {
 	err = mcbuilder.ControllerManagedBy(mgr).
 		For(&corev1.ConfigMap{}).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (mcreconcile.Result, error) {
-			fmt.Println("reconciled", req) // cluster://only/ns/name, or ns/name on the host
+			fmt.Fprintln(out, "reconciled", req) // cluster://only/ns/name, or ns/name on the host
 			return mcreconcile.Result{}, nil
 		}))
 	if err != nil {
 		return err
 	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	return mgr.Start(ctx)
 }
