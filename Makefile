@@ -12,7 +12,7 @@ BENCH ?= .
 # The benchmarks drive real API servers; one iteration each gives their figures.
 BENCHTIME ?= 1x
 
-.PHONY: all test lint bench demo envtest-assets staticcheck controller-gen generate verify-generate
+.PHONY: all test lint bench demo envtest-assets staticcheck controller-gen generate verify-generate docs docs-check plots
 
 all: lint test
 
@@ -28,8 +28,8 @@ test:
 		(cd "$$dir" && $(GO) test -race -count=1 $(TEST_FLAGS) ./...) || fail=1; \
 	done; exit $$fail
 
-## lint: gofmt, go vet and staticcheck on every module.
-lint: staticcheck
+## lint: gofmt, go vet and staticcheck on every module; generated code and the book's snippets and links.
+lint: staticcheck docs-check
 	@$(MAKE) --no-print-directory verify-generate
 	@unformatted="$$(gofmt -l $(MODULE_DIRS))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt would change:"; echo "$$unformatted"; exit 1; fi
@@ -78,3 +78,17 @@ bench:
 demo:
 	@assets="$$(hack/envtest-assets.sh)" || exit 1; export KUBEBUILDER_ASSETS="$$assets"; \
 	$(GO) build -o $(BIN)/quickstart ./examples/quickstart && exec $(BIN)/quickstart -demo
+
+## docs: refresh the Go snippets of the book (docs/) from their regions in examples/.
+docs:
+	@$(GO) run ./hack/docsnippets
+
+## docs-check: fail when a snippet of the book differs from its source, or a link is broken.
+docs-check:
+	@$(GO) run ./hack/docsnippets -check
+
+# Benchmark output the plots are drawn from: `make bench | tee $(BENCH_OUTPUT)` refreshes it.
+BENCH_OUTPUT ?= docs/advanced/bench-output.txt
+## plots: draw the book's benchmark plots (SVG) from $(BENCH_OUTPUT).
+plots:
+	@$(GO) run ./hack/benchplot -in $(BENCH_OUTPUT) -out docs/images

@@ -3,9 +3,15 @@
 # use as KUBEBUILDER_ASSETS (the only thing written to stdout; progress goes to stderr).
 #
 # 1. If KUBEBUILDER_ASSETS already holds both binaries, that directory is used.
-# 2. Otherwise both are built from Go modules through the module proxy (prebuilt
-#    downloads are not assumed reachable) and cached per version under the user's
-#    cache directory. A cold build takes several minutes; later runs are instant.
+# 2. If the cache (per version, under the user's cache directory) holds them, the
+#    cached directory is used: after the first run, every run is instant.
+# 3. Otherwise the prebuilt envtest binaries are fetched with controller-runtime's
+#    setup-envtest (itself built through the Go module proxy), bounded by
+#    MCR_ENVTEST_PREBUILT_TIMEOUT seconds (default 30), so that a machine without
+#    access to the download site falls through quickly. MCR_ENVTEST_PREBUILT=0
+#    skips this step.
+# 4. Otherwise both are built from Go modules through the module proxy and cached.
+#    A cold build takes several minutes on two cores.
 #
 # Safe to run concurrently: each run builds into its own temp dir and renames it
 # into place; the loser of a race discards its copy and uses the winner's.
@@ -40,6 +46,42 @@ fi
 mkdir -p "$base"
 work="$(mktemp -d "$base/.build-XXXXXX")"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
+
+# publish moves a directory holding both binaries into the cache atomically. If
+# another run won the race, its copy is kept.
+publish() {
+  if mv -T "$1" "$dest" 2>/dev/null || has_bins "$dest"; then
+    log "cached in $dest"
+    printf '%s\n' "$dest"
+    exit 0
+  fi
+  die "could not move the binaries into $dest"
+}
+
+SETUP_ENVTEST_VERSION="${MCR_SETUP_ENVTEST_VERSION:-v0.25.1}"
+if [ "${MCR_ENVTEST_PREBUILT:-1}" != 0 ]; then
+  prebuilt_start=$SECONDS
+  tool="$base/tools/setup-envtest-$SETUP_ENVTEST_VERSION"
+  if [ ! -x "$tool" ]; then
+    log "building setup-envtest $SETUP_ENVTEST_VERSION (once)"
+    mkdir -p "$base/tools"
+    GOBIN="$work/tools" GOWORK=off GOFLAGS= go install \
+      "sigs.k8s.io/controller-runtime/tools/setup-envtest@$SETUP_ENVTEST_VERSION" >&2 \
+      && mv -f "$work/tools/setup-envtest" "$tool" || log "could not build setup-envtest"
+  fi
+  if [ -x "$tool" ]; then
+    limit="${MCR_ENVTEST_PREBUILT_TIMEOUT:-30}"
+    log "fetching prebuilt kube-apiserver and etcd ${KUBE_VERSION#v} (at most ${limit}s)"
+    if path="$(timeout "$limit" "$tool" use -p path --bin-dir "$work/prebuilt" "${KUBE_VERSION#v}")" \
+        && has_bins "$path"; then
+      mkdir -p "$work/bin"
+      cp "$path/kube-apiserver" "$path/etcd" "$work/bin/"
+      log "fetched prebuilt binaries in $((SECONDS - prebuilt_start))s"
+      publish "$work/bin"
+    fi
+    log "prebuilt binaries unavailable after $((SECONDS - prebuilt_start))s; building from source"
+  fi
+fi
 
 minor="${KUBE_VERSION#v1.}"; minor="${minor%%.*}"
 staging_version="v0.${KUBE_VERSION#v1.}"
@@ -92,10 +134,4 @@ CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$work/bin
 "$work/bin/kube-apiserver" --version >&2 || die "the built kube-apiserver does not run"
 "$work/bin/etcd" --version >&2 || die "the built etcd does not run"
 
-# Publish atomically. If another run won the race, keep its copy.
-if mv -T "$work/bin" "$dest" 2>/dev/null || has_bins "$dest"; then
-  log "cached in $dest"
-else
-  die "could not move the binaries into $dest"
-fi
-printf '%s\n' "$dest"
+publish "$work/bin"

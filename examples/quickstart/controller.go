@@ -21,6 +21,7 @@ import (
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
 
+// snippet:quickstart-controller
 // setupController registers the quickstart controller: it reconciles every
 // ConfigMap of every cluster of the fleet. The reconciler is written as for
 // one cluster; the only multi-cluster parts are req.ClusterName and
@@ -49,6 +50,8 @@ func setupController(mgr mcmanager.Manager, rep *reporter) error {
 			return mcreconcile.Result{}, nil
 		}))
 }
+
+// end-snippet
 
 func describe(cm *corev1.ConfigMap) string {
 	keys := make([]string, 0, len(cm.Data))

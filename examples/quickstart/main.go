@@ -101,6 +101,7 @@ var rerunInProcess bool
 // ctx ends.
 func runController(ctx context.Context, host *rest.Config, opts file.Options, rep *reporter) error {
 	opts.ClusterName = clusterName
+	// snippet:quickstart-manager
 	provider, err := file.New(opts)
 	if err != nil {
 		return err
@@ -116,6 +117,7 @@ func runController(ctx context.Context, host *rest.Config, opts file.Options, re
 		return err
 	}
 	return mgr.Start(ctx)
+	// end-snippet
 }
 
 // silenceLibraryLogs keeps controller-runtime's and client-go's own logging

@@ -10,6 +10,8 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 var (
@@ -26,7 +28,7 @@ func AssetsDir() (string, error) {
 }
 
 func findAssets() (string, error) {
-	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" && hasBinaries(dir) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" && fleettest.HasBinaries(dir) {
 		return dir, nil
 	}
 	_, self, _, ok := runtime.Caller(0)
@@ -41,17 +43,8 @@ func findAssets() (string, error) {
 		return "", fmt.Errorf("testfleet: %s failed: %w\n%s", script, err, stderr.String())
 	}
 	dir := strings.TrimSpace(stdout.String())
-	if !hasBinaries(dir) {
+	if !fleettest.HasBinaries(dir) {
 		return "", fmt.Errorf("testfleet: %s printed %q, which does not hold kube-apiserver and etcd", script, dir)
 	}
 	return dir, nil
-}
-
-func hasBinaries(dir string) bool {
-	for _, name := range []string{"kube-apiserver", "etcd"} {
-		if st, err := os.Stat(filepath.Join(dir, name)); err != nil || st.IsDir() {
-			return false
-		}
-	}
-	return true
 }

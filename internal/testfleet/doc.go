@@ -1,11 +1,6 @@
-// Package testfleet starts fleets of real control planes (kube-apiserver and
-// etcd, through controller-runtime's envtest) for this repository's tests.
-//
-// Control planes of one fleet start in parallel. The binaries come from
-// KUBEBUILDER_ASSETS when it holds kube-apiserver and etcd; otherwise
-// hack/envtest-assets.sh builds (or reuses its cached build of) them, so a plain
-// `go test` works as well as `make test`.
-//
-// A package whose tests can share members starts one fleet in TestMain and hands
-// it to every test; tests that stop or break members start their own.
+// Package testfleet is this repository's entry to the public test kit
+// (pkg/fleettest): the same fleets, except that when KUBEBUILDER_ASSETS does
+// not name the control-plane binaries it provisions them with
+// hack/envtest-assets.sh, so that a plain `go test` works as well as
+// `make test`.
 package testfleet

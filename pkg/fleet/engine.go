@@ -92,6 +92,9 @@ func New(opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{opts: opts, log: opts.Logger, records: map[multicluster.ClusterName]*record{}}
 	e.healthSeries.Max = opts.MaxHealthSeries
+	for _, st := range allStates {
+		metrics.Clusters.WithLabelValues(string(st)).Add(0) // every state has a series, at zero
+	}
 	return e
 }
 

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
-	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // runProbes is the one scheduler of health probes: each tick it starts the
@@ -200,5 +199,3 @@ func readyz(ctx context.Context, in *instance, timeout time.Duration) (probeResu
 		return probeFailed, fmt.Errorf("/readyz: %s", resp.Status)
 	}
 }
-
-var _ = multicluster.ErrClusterNotConnected

@@ -4,9 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"fmt"
 	"net/url"
-	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -78,26 +76,3 @@ func proxied(t *testing.T, i int) (*rest.Config, *mctest.Proxy) {
 	cfg.Host = "https://" + proxy.Addr()
 	return cfg, proxy
 }
-
-// stamps records when each request was first reconciled.
-type stamps struct {
-	mu   sync.Mutex
-	seen map[string]int
-}
-
-func (s *stamps) add(key string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.seen == nil {
-		s.seen = map[string]int{}
-	}
-	s.seen[key]++
-}
-
-func (s *stamps) count(key string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.seen[key]
-}
-
-func key(cluster, name string) string { return fmt.Sprintf("%s/%s", cluster, name) }

@@ -1,7 +1,8 @@
-package testfleet
+package fleettest
 
 import (
 	"fmt"
+	"os"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -33,7 +34,21 @@ func KubeconfigFor(cfg *rest.Config, contextName string) ([]byte, error) {
 	kc.CurrentContext = contextName
 	out, err := clientcmd.Write(*kc)
 	if err != nil {
-		return nil, fmt.Errorf("testfleet: writing kubeconfig for %q: %w", contextName, err)
+		return nil, fmt.Errorf("fleettest: writing kubeconfig for %q: %w", contextName, err)
 	}
 	return out, nil
+}
+
+// WriteKubeconfig writes member i's kubeconfig (one context named
+// contextName) to path with mode 0600, for providers and tools that read
+// kubeconfig files.
+func (f *Fleet) WriteKubeconfig(i int, path, contextName string) error {
+	kc, err := f.Kubeconfig(i, contextName)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, kc, 0o600); err != nil {
+		return fmt.Errorf("fleettest: writing kubeconfig of member %d: %w", i, err)
+	}
+	return nil
 }

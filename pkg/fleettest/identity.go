@@ -1,4 +1,4 @@
-package testfleet
+package fleettest
 
 import (
 	"context"
@@ -26,7 +26,7 @@ func (f *Fleet) MarkMembers() error {
 			})
 		}
 		if err != nil {
-			return fmt.Errorf("testfleet: marking member %d: %w", i, err)
+			return fmt.Errorf("fleettest: marking member %d: %w", i, err)
 		}
 	}
 	return nil

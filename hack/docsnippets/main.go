@@ -1,0 +1,243 @@
+// Command docsnippets keeps the Go snippets of the book (docs/) identical to
+// regions of the compiled programs under examples/, so that every snippet a
+// reader copies builds.
+//
+// A region of a Go file under examples/ is marked with
+//
+//	// snippet:NAME
+//	...
+//	// end-snippet
+//
+// and a Markdown file under docs/ includes it with
+//
+//	<!-- snippet:NAME -->
+//	<!-- end-snippet -->
+//
+// Run from the repository root, it rewrites what lies between the Markdown
+// markers (make docs). With -check it changes nothing and fails when a
+// snippet differs from its source, when a Go code block of the book is not a
+// snippet, when a snippet name is unknown, or when a relative link of the book
+// points at a file that does not exist (make lint).
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+type region struct {
+	file string // slash path relative to the repository root
+	line int
+	body string
+}
+
+func main() {
+	check := flag.Bool("check", false, "report drift instead of rewriting the Markdown files")
+	docs := flag.String("docs", "docs", "directory of the book")
+	examples := flag.String("examples", "examples", "directory of the example programs")
+	flag.Parse()
+	if err := run(*docs, *examples, *check); err != nil {
+		fmt.Fprintln(os.Stderr, "docsnippets:", err)
+		os.Exit(1)
+	}
+}
+
+func run(docsDir, examplesDir string, check bool) error {
+	regions, err := readRegions(examplesDir)
+	if err != nil {
+		return err
+	}
+	var problems []string
+	err = filepath.WalkDir(docsDir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".md" {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		out, errs := render(path, string(data), regions)
+		problems = append(problems, errs...)
+		problems = append(problems, checkLinks(path, string(data))...)
+		if out == string(data) {
+			return nil
+		}
+		if check {
+			problems = append(problems, fmt.Sprintf("%s: snippets differ from their sources; run `make docs`", path))
+			return nil
+		}
+		return os.WriteFile(path, []byte(out), 0o644)
+	})
+	if err != nil {
+		return err
+	}
+	if len(problems) > 0 {
+		return errors.New("\n  " + strings.Join(problems, "\n  "))
+	}
+	return nil
+}
+
+var (
+	goStart = regexp.MustCompile(`^\s*// snippet:([A-Za-z0-9_.-]+)\s*$`)
+	goEnd   = regexp.MustCompile(`^\s*// end-snippet\s*$`)
+	mdStart = regexp.MustCompile(`^<!-- snippet:([A-Za-z0-9_.-]+) -->$`)
+	mdEnd   = regexp.MustCompile(`^<!-- end-snippet -->$`)
+)
+
+// readRegions collects every marked region of the Go files under dir.
+func readRegions(dir string) (map[string]region, error) {
+	regions := map[string]region{}
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || filepath.Ext(path) != ".go" {
+			return err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		var name string
+		var start int
+		var body []string
+		sc := bufio.NewScanner(f)
+		for n := 1; sc.Scan(); n++ {
+			line := sc.Text()
+			switch {
+			case goStart.MatchString(line):
+				if name != "" {
+					return fmt.Errorf("%s:%d: snippet %q starts inside snippet %q", path, n, goStart.FindStringSubmatch(line)[1], name)
+				}
+				name, start, body = goStart.FindStringSubmatch(line)[1], n, nil
+			case goEnd.MatchString(line):
+				if name == "" {
+					return fmt.Errorf("%s:%d: end-snippet without a start", path, n)
+				}
+				if prev, ok := regions[name]; ok {
+					return fmt.Errorf("%s:%d: snippet %q is also defined in %s:%d", path, start, name, prev.file, prev.line)
+				}
+				regions[name] = region{file: filepath.ToSlash(path), line: start, body: dedent(body)}
+				name = ""
+			case name != "":
+				body = append(body, line)
+			}
+		}
+		if err := sc.Err(); err != nil {
+			return err
+		}
+		if name != "" {
+			return fmt.Errorf("%s:%d: snippet %q has no end-snippet", path, start, name)
+		}
+		return nil
+	})
+	return regions, err
+}
+
+// dedent removes the leading tabs common to every non-empty line and the
+// blank lines at both ends.
+func dedent(lines []string) string {
+	for len(lines) > 0 && strings.TrimSpace(lines[0]) == "" {
+		lines = lines[1:]
+	}
+	for len(lines) > 0 && strings.TrimSpace(lines[len(lines)-1]) == "" {
+		lines = lines[:len(lines)-1]
+	}
+	common := -1
+	for _, l := range lines {
+		if strings.TrimSpace(l) == "" {
+			continue
+		}
+		n := len(l) - len(strings.TrimLeft(l, "\t"))
+		if common < 0 || n < common {
+			common = n
+		}
+	}
+	out := make([]string, len(lines))
+	for i, l := range lines {
+		if len(l) >= common && common > 0 {
+			l = l[common:]
+		}
+		out[i] = strings.TrimRight(l, " \t")
+	}
+	return strings.Join(out, "\n") + "\n"
+}
+
+// render returns the Markdown file with every snippet block filled from its
+// region, and the problems found.
+func render(path, text string, regions map[string]region) (string, []string) {
+	var out, problems []string
+	lines := strings.Split(text, "\n")
+	inFence := false
+	for i := 0; i < len(lines); i++ {
+		line := lines[i]
+		if m := mdStart.FindStringSubmatch(line); m != nil && !inFence {
+			end := i + 1
+			for end < len(lines) && !mdEnd.MatchString(lines[end]) {
+				end++
+			}
+			if end == len(lines) {
+				problems = append(problems, fmt.Sprintf("%s:%d: snippet %q has no <!-- end-snippet -->", path, i+1, m[1]))
+				out = append(out, lines[i:]...)
+				break
+			}
+			r, ok := regions[m[1]]
+			if !ok {
+				problems = append(problems, fmt.Sprintf("%s:%d: no region %q under examples/", path, i+1, m[1]))
+				out = append(out, lines[i:end+1]...)
+			} else {
+				rel, err := filepath.Rel(filepath.Dir(path), filepath.FromSlash(r.file))
+				if err != nil {
+					rel = r.file
+				}
+				out = append(out, line, "```go")
+				out = append(out, strings.Split(strings.TrimSuffix(r.body, "\n"), "\n")...)
+				out = append(out, "```", fmt.Sprintf("<sub>From [%s](%s)</sub>", r.file, filepath.ToSlash(rel)), lines[end])
+			}
+			i = end
+			continue
+		}
+		trimmed := strings.TrimSpace(line)
+		if strings.HasPrefix(trimmed, "```") {
+			if !inFence && strings.TrimPrefix(trimmed, "```") == "go" {
+				problems = append(problems, fmt.Sprintf("%s:%d: a Go code block outside snippet markers (put the code in examples/ and include it)", path, i+1))
+			}
+			inFence = !inFence
+		}
+		out = append(out, line)
+	}
+	return strings.Join(out, "\n"), problems
+}
+
+var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+
+// checkLinks reports relative links to files that do not exist.
+func checkLinks(path, text string) []string {
+	var problems []string
+	inFence := false
+	for n, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inFence = !inFence
+		}
+		if inFence {
+			continue
+		}
+		for _, m := range link.FindAllStringSubmatch(line, -1) {
+			target := m[1]
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			target, _, _ = strings.Cut(target, "#")
+			if _, err := os.Stat(filepath.Join(filepath.Dir(path), filepath.FromSlash(target))); err != nil {
+				problems = append(problems, fmt.Sprintf("%s:%d: broken link %q", path, n+1, m[1]))
+			}
+		}
+	}
+	return slices.Compact(problems)
+}

@@ -1,0 +1,23 @@
+// Package fleettest starts fleets of real control planes (kube-apiserver and
+// etcd, through controller-runtime's envtest) for tests of multi-cluster
+// controllers, and provides a Provider that engages a fleet's members.
+//
+// Control planes of one fleet start in parallel; each is a separate cluster
+// with its own etcd, so an object created in one member is not seen by the
+// others. The binaries come from Options.BinaryAssetsDirectory, else from
+// $KUBEBUILDER_ASSETS (set it to the directory printed by controller-runtime's
+// setup-envtest).
+//
+// A test starts its own fleet with New, which stops it when the test ends:
+//
+//	f := fleettest.New(t, 2)
+//	p := fleettest.NewProvider(f, fleettest.ProviderOptions{})
+//	mgr, err := mcmanager.New(f.Config(0), p, mcmanager.Options{})
+//
+// A package whose tests can share members starts one fleet for all of them in
+// TestMain with RunMain, which also checks for leaked goroutines after the
+// tests. Tests that stop or break members should start their own.
+//
+// Members are stopped with StopMember, which leaves their configs pointing at
+// a dead endpoint: what an unreachable cluster looks like to a controller.
+package fleettest
