@@ -184,12 +184,32 @@ func readyz(ctx context.Context, in *instance, timeout time.Duration) (probeResu
 	if err != nil {
 		return probeFailed, err
 	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return probeFailed, err
+	// The request honours ctx, but the credentials it needs may come from an
+	// exec plugin, which client-go runs without a bound: wait for the answer
+	// no longer than the probe's timeout either way.
+	type answer struct {
+		resp *http.Response
+		err  error
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-	_ = resp.Body.Close()
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := hc.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+			_ = resp.Body.Close()
+		}
+		answered <- answer{resp, err}
+	}()
+	var resp *http.Response
+	select {
+	case a := <-answered:
+		if a.err != nil {
+			return probeFailed, a.err
+		}
+		resp = a.resp
+	case <-ctx.Done():
+		return probeFailed, fmt.Errorf("/readyz: no answer within %s", timeout)
+	}
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		return probeOK, nil

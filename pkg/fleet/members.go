@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -228,7 +230,7 @@ func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance
 	run, stopRun := context.WithCancel(parent)
 	in := &instance{hash: m.Hash, run: run, stopRun: stopRun, owner: run, stopped: make(chan struct{})}
 	if m.Build != nil {
-		cl, err := m.Build(run)
+		cl, err := e.build(run, m.Build)
 		if err != nil {
 			stopRun()
 			return nil, fmt.Errorf("cluster %q: building: %w", rec.name, err)
@@ -287,6 +289,32 @@ func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance
 			<-synced
 			return nil, fmt.Errorf("cluster %q: stopped before its cache synced: %w", rec.name, errOrStopped(err))
 		}
+	}
+}
+
+// build runs a member's Build, bounded by CacheSyncTimeout. Building may run
+// a credential plugin, which client-go starts without a time limit: a plugin
+// that hangs costs one abandoned goroutine until it exits, never the
+// cluster's retries or the engine's shutdown.
+func (e *Engine) build(ctx context.Context, build func(context.Context) (cluster.Cluster, error)) (cluster.Cluster, error) {
+	type result struct {
+		cl  cluster.Cluster
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		cl, err := build(ctx)
+		done <- result{cl, err}
+	}()
+	timer := time.NewTimer(e.opts.CacheSyncTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		return r.cl, r.err
+	case <-timer.C:
+		return nil, fmt.Errorf("did not finish within %s", e.opts.CacheSyncTimeout)
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
 }
 
