@@ -13,8 +13,8 @@ import (
 
 // runProbes is the one scheduler of health probes: each tick it starts the
 // probes that are due, at most MaxConcurrentProbes at a time, each on a
-// short-lived goroutine. No goroutine waits per cluster. between runs
-// between ticks. It returns when ctx ends.
+// short-lived goroutine; no goroutine waits per cluster. between runs before
+// each round. It returns when ctx ends.
 func (e *Engine) runProbes(ctx context.Context, between func()) {
 	tick := min(time.Second, e.opts.Health.Interval/2, e.opts.MinBackoff)
 	tick = max(tick, 10*time.Millisecond)
@@ -31,6 +31,11 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 		if e.opts.Health.Disabled {
 			continue
 		}
+		type due struct {
+			rec *record
+			in  *instance
+		}
+		var probes []due
 		now := time.Now()
 		e.mu.Lock()
 		for _, rec := range e.records {
@@ -41,18 +46,27 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 			if rec.state != StateEngaged && rec.state != StateDisconnected {
 				continue
 			}
-			select {
-			case slots <- struct{}{}:
-			default:
-				continue // every slot busy: due probes wait for the next tick
-			}
 			rec.probing = true
-			e.wg.Go(func() {
-				defer func() { <-slots }()
-				e.probe(ctx, rec, in)
-			})
+			probes = append(probes, due{rec, in})
 		}
 		e.mu.Unlock()
+		// Every due probe runs this round, at most MaxConcurrentProbes at once.
+		for i, p := range probes {
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				e.mu.Lock()
+				for _, q := range probes[i:] {
+					q.rec.probing = false
+				}
+				e.mu.Unlock()
+				return
+			}
+			e.wg.Go(func() {
+				defer func() { <-slots }()
+				e.probe(ctx, p.rec, p.in)
+			})
+		}
 	}
 }
 
