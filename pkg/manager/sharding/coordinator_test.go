@@ -1,0 +1,184 @@
+package sharding_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
+)
+
+// Three replicas share 12 clusters: each is held by exactly one. A clean stop
+// hands its clusters over at once (well before its lease could expire); a
+// replica cut off from the host gives up its clusters before a peer takes them
+// after the lease expires. No cluster is ever held by two replicas at a time.
+func TestHandOffAfterCleanStopAndCrash(t *testing.T) {
+	names := clusterNames(12)
+	rec := &recorder{}
+	// A long lease: the clean hand-off must not wait for it.
+	opts := timing(20*time.Second, 14*time.Second, time.Second)
+	a := startReplica(t, "handoff", "a", opts, names, rec)
+	b := startReplica(t, "handoff", "b", opts, names, rec)
+	c := startReplica(t, "handoff", "c", opts, names, rec)
+	owners := rec.expectCoverage(t, names, time.Minute)
+	for _, r := range []*replica{a, b, c} {
+		mctest.Eventually(t, time.Minute, func() error { // every replica agrees
+			for n, o := range owners {
+				if got := r.c.Owner(n); got != o {
+					return errors.New(r.c.Identity() + " sees " + n + " owned by " + got + ", held by " + o)
+				}
+			}
+			return nil
+		})
+	}
+	t.Logf("owners with 3 replicas: %v", owners)
+
+	stopped := time.Now()
+	a.stop()
+	rec.expectCoverage(t, names, opts.LeaseDuration/2, "b", "c")
+	t.Logf("clean stop handed off in %s", time.Since(stopped))
+
+	// b is cut off: it cannot renew, stops its clusters after RenewDeadline and
+	// cannot release them; c takes them over once b's lease has expired.
+	b.cut.Store(true)
+	rec.expectCoverage(t, names, 2*opts.LeaseDuration+10*time.Second, "c")
+	for _, n := range names {
+		if !c.c.Owns(n) {
+			t.Errorf("c does not own %s", n)
+		}
+	}
+	rec.checkNoOverlap(t)
+}
+
+// A replica joining two others takes only its share: no cluster moves between
+// the two that stay.
+func TestJoiningReplicaTakesOnlyItsShare(t *testing.T) {
+	names := clusterNames(12)
+	rec := &recorder{}
+	opts := timing(6*time.Second, 4*time.Second, 500*time.Millisecond)
+	startReplica(t, "join", "a", opts, names, rec)
+	startReplica(t, "join", "b", opts, names, rec)
+	before := rec.expectCoverage(t, names, time.Minute)
+
+	c := startReplica(t, "join", "c", opts, names, rec)
+	waitPeers(t, c.c, 3)
+	var after map[string]string
+	mctest.Eventually(t, time.Minute, func() (err error) {
+		if after, err = rec.current(names); err != nil {
+			return err
+		}
+		for _, n := range names {
+			if want := c.c.Owner(n); after[n] != want {
+				return fmt.Errorf("%s held by %s, assigned to %s", n, after[n], want)
+			}
+		}
+		return nil
+	})
+	moved := 0
+	for _, n := range names {
+		if after[n] != before[n] {
+			moved++
+			if after[n] != "c" {
+				t.Errorf("%s moved from %s to %s, not to the joining replica", n, before[n], after[n])
+			}
+		}
+	}
+	if moved == 0 {
+		t.Error("the joining replica took nothing")
+	}
+	t.Logf("%d of %d clusters moved to the joining replica", moved, len(names))
+	rec.checkNoOverlap(t)
+}
+
+// Acquire blocks while another replica holds the fence and proceeds at once
+// when it is released; the released fenced context ends with ErrReleased.
+func TestAcquireWaitsForRelease(t *testing.T) {
+	opts := timing(20*time.Second, 14*time.Second, time.Second)
+	a := startReplica(t, "acquire", "a", opts, nil, nil)
+	b := startReplica(t, "acquire", "b", opts, nil, nil)
+	ctx := context.Background()
+	waitPeers(t, a.c, 2)
+	waitPeers(t, b.c, 2)
+
+	fencedA, releaseA, err := a.c.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.c.Acquire(ctx, "x"); err == nil {
+		t.Fatal("a second Acquire of a held fence succeeded")
+	}
+	short, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if _, _, err := b.c.Acquire(short, "x"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("b acquired a fence a holds: err=%v", err)
+	}
+
+	got := make(chan error, 1)
+	var fencedB context.Context
+	var releaseB func()
+	go func() {
+		var err error
+		fencedB, releaseB, err = b.c.Acquire(ctx, "x")
+		got <- err
+	}()
+	releaseA()
+	if cause := context.Cause(fencedA); !errors.Is(cause, sharding.ErrReleased) {
+		t.Errorf("a's fenced context ended with %v, want ErrReleased", cause)
+	}
+	select {
+	case err := <-got:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(opts.LeaseDuration / 2): // well before a's lease could expire
+		t.Fatal("b did not acquire the released fence")
+	}
+	if fencedB.Err() != nil {
+		t.Fatal("b's fence ended at once")
+	}
+	releaseB()
+	releaseB() // idempotent
+}
+
+// A stopping coordinator ends every fenced context with ErrStopping.
+func TestStopEndsFences(t *testing.T) {
+	opts := timing(20*time.Second, 14*time.Second, time.Second)
+	a := startReplica(t, "stop", "a", opts, nil, nil)
+	waitPeers(t, a.c, 1)
+	fenced, release, err := a.c.Acquire(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { <-fenced.Done(); release() }() // the engine stops the cluster, then releases
+	a.stop()
+	if cause := context.Cause(fenced); !errors.Is(cause, sharding.ErrStopping) {
+		t.Errorf("fenced context ended with %v, want ErrStopping", cause)
+	}
+	if a.c.Owns("x") {
+		t.Error("a stopped coordinator owns a cluster")
+	}
+}
+
+func waitPeers(t testing.TB, c *sharding.Coordinator, n int) {
+	t.Helper()
+	mctest.Eventually(t, time.Minute, func() error {
+		if got := c.Peers(); len(got) != n {
+			return errors.New("peers: " + joinStrings(got))
+		}
+		return nil
+	})
+}
+
+func joinStrings(s []string) string {
+	out := ""
+	for i, x := range s {
+		if i > 0 {
+			out += ","
+		}
+		out += x
+	}
+	return out
+}
