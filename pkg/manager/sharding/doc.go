@@ -51,11 +51,15 @@
 //
 // # RBAC
 //
-// The replicas' service account needs, on the host cluster, in Options.Namespace:
+// The replicas' service account needs a Role on the host cluster, in
+// Options.Namespace, bound to it with a RoleBinding:
 //
+//	rules:
 //	- apiGroups: ["coordination.k8s.io"]
 //	  resources: ["leases"]
 //	  verbs: ["get", "list", "watch", "create", "update", "delete"]
 //
-// (kubebuilder: +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;delete,namespace=...)
+// With kubebuilder markers:
+//
+//	//+kubebuilder:rbac:groups=coordination.k8s.io,namespace=my-controller-system,resources=leases,verbs=get;list;watch;create;update;delete
 package sharding

@@ -32,7 +32,7 @@ func Example() {
 			fenced, release, err := c.Acquire(ctx, cluster)
 			if err == nil {
 				runUntilDisowned(fenced, c, cluster) // start the cache, engage, ...
-				release()                             // only after the cluster stopped
+				release()                            // only after the cluster stopped
 				continue
 			}
 		}
