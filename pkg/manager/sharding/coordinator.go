@@ -68,6 +68,8 @@ type Coordinator struct {
 	// stale are member Leases of replicas silent for staleAfter lease
 	// durations, for the loop to delete.
 	stale []member
+	// deadline fires at lastRenew+RenewDeadline.
+	deadline *time.Timer
 	// memberRV is the resourceVersion of our member Lease after our last write.
 	memberRV string
 }
@@ -209,10 +211,30 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.runCtx = ctx
 	c.mu.Unlock()
 
-	if err := c.renew(ctx); err != nil {
-		return fmt.Errorf("sharding: registering replica %q in %s/%s: %w", c.opts.Identity, c.opts.Namespace, c.memberName, err)
+	// The renewal deadline is enforced by a timer of its own, so that a renewal
+	// request that hangs cannot delay giving the clusters up.
+	deadline := time.AfterFunc(time.Hour, func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.recomputeLocked(time.Now())
+	})
+	deadline.Stop()
+	c.mu.Lock()
+	c.deadline = deadline
+	c.mu.Unlock()
+	defer deadline.Stop()
+
+	if err := c.join(ctx); err != nil {
+		c.mu.Lock()
+		c.stopping = true
+		c.signalChangedLocked()
+		c.mu.Unlock()
+		return fmt.Errorf("sharding: registering replica %q in Lease %s/%s: %w", c.opts.Identity, c.opts.Namespace, c.memberName, err)
 	}
 	informer := c.newInformer()
+	_ = informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
+		c.log.Error(err, "watching the group's Leases failed; retrying", "namespace", c.opts.Namespace)
+	})
 	stopInformer := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() { informer.Run(stopInformer) })
@@ -231,6 +253,27 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.loop(ctx)
 	c.shutdown()
 	return nil
+}
+
+// join creates the member Lease, retrying every RetryPeriod for up to
+// RenewDeadline: a short outage at start-up is not fatal, a lasting one (such as
+// missing RBAC) is reported.
+func (c *Coordinator) join(ctx context.Context) error {
+	giveUp := time.Now().Add(c.opts.RenewDeadline)
+	for {
+		rctx, cancel := context.WithTimeout(ctx, c.opts.RenewDeadline/2)
+		err := c.renew(rctx)
+		cancel()
+		if err == nil || ctx.Err() != nil || time.Now().Add(c.opts.RetryPeriod).After(giveUp) {
+			return err
+		}
+		c.log.Error(err, "registering this replica failed; retrying", "lease", c.memberName)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(c.opts.RetryPeriod):
+		}
+	}
 }
 
 // loop renews the member Lease every RetryPeriod and re-evaluates expiries when
@@ -329,6 +372,9 @@ func (c *Coordinator) renew(ctx context.Context) error {
 	}
 	c.memberRV = out.ResourceVersion
 	c.lastRenew = sent
+	if c.deadline != nil {
+		c.deadline.Reset(time.Until(sent.Add(c.opts.RenewDeadline)))
+	}
 	c.recomputeLocked(time.Now())
 	return nil
 }

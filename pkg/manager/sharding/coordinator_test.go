@@ -182,3 +182,46 @@ func joinStrings(s []string) string {
 	}
 	return out
 }
+
+// A replica cut off from the host ends its fenced contexts with ErrFenceLost
+// and owns nothing once RenewDeadline passes; its peer acquires the fence only
+// after that, when the replica's lease has expired.
+func TestCutOffReplicaGivesUpBeforePeerTakesOver(t *testing.T) {
+	opts := timing(4*time.Second, 2*time.Second, 250*time.Millisecond)
+	a := startReplica(t, "cutoff", "a", opts, nil, nil)
+	b := startReplica(t, "cutoff", "b", opts, nil, nil)
+	waitPeers(t, a.c, 2)
+	waitPeers(t, b.c, 2)
+	ctx := context.Background()
+	fencedA, _, err := a.c.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lostAt := make(chan time.Time, 1)
+	go func() { <-fencedA.Done(); lostAt <- time.Now() }()
+
+	a.cut.Store(true)
+	fencedB, releaseB, err := b.c.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	acquiredAt := time.Now()
+	defer releaseB()
+	if fencedA.Err() == nil {
+		t.Fatal("b acquired the fence while a's fenced context was still open")
+	}
+	if lost := <-lostAt; lost.After(acquiredAt) {
+		t.Errorf("b acquired the fence at %s, before a saw it end at %s", acquiredAt, lost)
+	}
+	if cause := context.Cause(fencedA); !errors.Is(cause, sharding.ErrFenceLost) {
+		t.Errorf("a's fence ended with %v, want ErrFenceLost", cause)
+	}
+	if fencedB.Err() != nil {
+		t.Error("b's fence ended")
+	}
+	for _, n := range clusterNames(12) {
+		if a.c.Owns(n) {
+			t.Errorf("a, cut off, still owns %s", n)
+		}
+	}
+}
