@@ -197,21 +197,15 @@ func TestCutOffReplicaGivesUpBeforePeerTakesOver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lostAt := make(chan time.Time, 1)
-	go func() { <-fencedA.Done(); lostAt <- time.Now() }()
 
 	a.cut.Store(true)
 	fencedB, releaseB, err := b.c.Acquire(ctx, "x")
 	if err != nil {
 		t.Fatal(err)
 	}
-	acquiredAt := time.Now()
 	defer releaseB()
-	if fencedA.Err() == nil {
+	if fencedA.Err() == nil { // a's fence must have ended before b's began
 		t.Fatal("b acquired the fence while a's fenced context was still open")
-	}
-	if lost := <-lostAt; lost.After(acquiredAt) {
-		t.Errorf("b acquired the fence at %s, before a saw it end at %s", acquiredAt, lost)
 	}
 	if cause := context.Cause(fencedA); !errors.Is(cause, sharding.ErrFenceLost) {
 		t.Errorf("a's fence ended with %v, want ErrFenceLost", cause)
