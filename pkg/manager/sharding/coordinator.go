@@ -292,6 +292,7 @@ func (c *Coordinator) loop(ctx context.Context) {
 		if !now.Before(renewAt) {
 			rctx, cancel := context.WithTimeout(ctx, c.opts.RenewDeadline/2)
 			if err := c.renew(rctx); err != nil && ctx.Err() == nil {
+				renewalFailures.WithLabelValues(c.opts.Name).Inc()
 				c.log.Error(err, "renewing the member Lease failed", "lease", c.memberName)
 			}
 			cancel()
@@ -398,6 +399,9 @@ func (c *Coordinator) recomputeLocked(now time.Time) time.Time {
 		if !active && !c.stopping {
 			c.log.Error(nil, "member Lease not renewed within RenewDeadline: giving up every cluster", "renewDeadline", c.opts.RenewDeadline, "fences", len(c.held))
 			for _, f := range c.held {
+				if f.ctx.Err() == nil {
+					fenceEvents.WithLabelValues(c.opts.Name, eventLost).Inc()
+				}
 				f.cancel(ErrFenceLost)
 			}
 		}
@@ -549,11 +553,13 @@ func (c *Coordinator) observe(obj any, deleted bool) {
 			switch {
 			case deleted && f.ctx.Err() == nil:
 				c.log.Error(ErrFenceLost, "fence Lease deleted under this replica", "cluster", cluster, "lease", lease.Name)
+				fenceEvents.WithLabelValues(c.opts.Name, eventLost).Inc()
 				f.cancel(ErrFenceLost)
 			case lease.ResourceVersion == f.rv:
 				f.seen = true
 			case f.seen && holder != c.opts.Identity && f.ctx.Err() == nil:
 				c.log.Error(ErrFenceLost, "fence taken from this replica", "cluster", cluster, "holder", holder)
+				fenceEvents.WithLabelValues(c.opts.Name, eventLost).Inc()
 				f.cancel(ErrFenceLost)
 			}
 		}
@@ -594,6 +600,7 @@ func (c *Coordinator) shutdown() {
 				names = append(names, name)
 			}
 			c.mu.Unlock()
+			fenceEvents.WithLabelValues(c.opts.Name, eventReleaseFailed).Add(float64(len(names)))
 			c.log.Error(ctx.Err(), "fences not released within RenewDeadline: peers take them over when this replica's lease expires", "clusters", names)
 			return
 		}

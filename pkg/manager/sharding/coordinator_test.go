@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 )
@@ -141,6 +143,35 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	}
 	releaseB()
 	releaseB() // idempotent
+	for event, want := range map[string]float64{"acquired": 2, "released": 2, "lost": 0} {
+		if got := fenceEvents(t, "acquire", event); got != want {
+			t.Errorf("multicluster_sharding_fence_events_total{event=%q} = %v, want %v", event, got, want)
+		}
+	}
+}
+
+// fenceEvents reads multicluster_sharding_fence_events_total for a group.
+func fenceEvents(t *testing.T, group, event string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "multicluster_sharding_fence_events_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["group"] == group && labels["event"] == event {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
 }
 
 // A stopping coordinator ends every fenced context with ErrStopping.

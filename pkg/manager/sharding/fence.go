@@ -123,11 +123,18 @@ func (c *Coordinator) writeFence(ctx context.Context, cluster, lname string, cur
 	lease.Spec.RenewTime = &now
 	lease.Spec.LeaseDurationSeconds = ptr.To(int32((c.opts.LeaseDuration + time.Second - 1) / time.Second))
 	if cur == nil {
-		return c.leases.Create(ctx, lease, metav1.CreateOptions{})
+		out, err := c.leases.Create(ctx, lease, metav1.CreateOptions{})
+		if err == nil {
+			fenceEvents.WithLabelValues(c.opts.Name, eventAcquired).Inc()
+		}
+		return out, err
 	}
 	out, err := c.leases.Update(ctx, lease, metav1.UpdateOptions{})
 	if err == nil && previous != "" && previous != c.opts.Identity {
 		c.log.Info("fence taken over from an expired replica", "cluster", cluster, "previous", previous)
+		fenceEvents.WithLabelValues(c.opts.Name, eventTakenOver).Inc()
+	} else if err == nil {
+		fenceEvents.WithLabelValues(c.opts.Name, eventAcquired).Inc()
 	}
 	return out, err
 }
@@ -177,7 +184,11 @@ func (c *Coordinator) clearFence(cluster string, lease *coordinationv1.Lease) {
 	for range 3 {
 		lease.Spec.HolderIdentity = nil
 		lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
-		if _, err = c.leases.Update(ctx, lease, metav1.UpdateOptions{}); err == nil || !apierrors.IsConflict(err) {
+		if _, err = c.leases.Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
+			fenceEvents.WithLabelValues(c.opts.Name, eventReleased).Inc()
+			return
+		}
+		if !apierrors.IsConflict(err) {
 			break
 		}
 		if lease, err = c.leases.Get(ctx, lease.Name, metav1.GetOptions{}); err != nil {
@@ -188,6 +199,7 @@ func (c *Coordinator) clearFence(cluster string, lease *coordinationv1.Lease) {
 		}
 	}
 	if err != nil && !apierrors.IsNotFound(err) {
+		fenceEvents.WithLabelValues(c.opts.Name, eventReleaseFailed).Inc()
 		c.log.Error(err, "releasing a fence failed: the next owner takes it when this replica's lease expires", "cluster", cluster, "lease", lease.Name)
 	}
 }
