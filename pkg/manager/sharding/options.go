@@ -93,19 +93,19 @@ func (o Options) withDefaults() (Options, error) {
 	}
 	var errs []error
 	for _, msg := range validation.IsDNS1123Label(o.Name) {
-		errs = append(errs, fmt.Errorf("Name %q: %s", o.Name, msg))
+		errs = append(errs, fmt.Errorf("option Name %q: %s", o.Name, msg))
 	}
 	for _, msg := range validation.IsDNS1123Label(o.Namespace) {
-		errs = append(errs, fmt.Errorf("Namespace %q: %s", o.Namespace, msg))
+		errs = append(errs, fmt.Errorf("option Namespace %q: %s", o.Namespace, msg))
 	}
 	if o.Weight < 0 {
-		errs = append(errs, fmt.Errorf("Weight %d is negative", o.Weight))
+		errs = append(errs, fmt.Errorf("option Weight %d is negative", o.Weight))
 	}
 	if o.RenewDeadline >= o.LeaseDuration {
-		errs = append(errs, fmt.Errorf("RenewDeadline %s must be shorter than LeaseDuration %s", o.RenewDeadline, o.LeaseDuration))
+		errs = append(errs, fmt.Errorf("option RenewDeadline %s must be shorter than LeaseDuration %s", o.RenewDeadline, o.LeaseDuration))
 	}
 	if o.RetryPeriod <= 0 || o.RetryPeriod >= o.RenewDeadline {
-		errs = append(errs, fmt.Errorf("RetryPeriod %s must be positive and shorter than RenewDeadline %s", o.RetryPeriod, o.RenewDeadline))
+		errs = append(errs, fmt.Errorf("option RetryPeriod %s must be positive and shorter than RenewDeadline %s", o.RetryPeriod, o.RenewDeadline))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return o, fmt.Errorf("sharding: invalid options: %w", err)
