@@ -68,6 +68,12 @@ type Coordinator struct {
 	// stale are member Leases of replicas silent for staleAfter lease
 	// durations, for the loop to delete.
 	stale []member
+	// incarnation tells this process from others given the same Identity.
+	incarnation string
+	// foreignRV and foreignSince track the member Lease of this identity as
+	// another process wrote it (see checkForeign).
+	foreignRV    string
+	foreignSince time.Time
 	// deadline fires at lastRenew+RenewDeadline.
 	deadline *time.Timer
 	// memberRV is the resourceVersion of our member Lease after our last write.
@@ -135,15 +141,16 @@ func New(cfg *rest.Config, opts Options) (*Coordinator, error) {
 		log = logf.Log.WithName("sharding")
 	}
 	return &Coordinator{
-		opts:       opts,
-		log:        log.WithValues("replica", opts.Identity, "group", opts.Name),
-		leases:     cs.Leases(opts.Namespace),
-		renewals:   renewCS.Leases(opts.Namespace),
-		memberName: leaseName(opts.Name, roleMember, opts.Identity),
-		members:    map[string]*member{},
-		changed:    make(chan struct{}),
-		notify:     make(chan struct{}),
-		held:       map[string]*fence{},
+		opts:        opts,
+		log:         log.WithValues("replica", opts.Identity, "group", opts.Name),
+		leases:      cs.Leases(opts.Namespace),
+		renewals:    renewCS.Leases(opts.Namespace),
+		memberName:  leaseName(opts.Name, roleMember, opts.Identity),
+		incarnation: randomHex(8),
+		members:     map[string]*member{},
+		changed:     make(chan struct{}),
+		notify:      make(chan struct{}),
+		held:        map[string]*fence{},
 	}, nil
 }
 
@@ -177,10 +184,13 @@ func (c *Coordinator) Owner(name string) string {
 }
 
 // Peers returns the identities of the live replicas this replica sees, itself
-// included, sorted.
+// included, sorted; nil until Start has seen the group.
 func (c *Coordinator) Peers() []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if !c.synced {
+		return nil
+	}
 	out := make([]string, len(c.peers))
 	for i, p := range c.peers {
 		out[i] = p.identity
@@ -264,7 +274,12 @@ func (c *Coordinator) join(ctx context.Context) error {
 		rctx, cancel := context.WithTimeout(ctx, c.opts.RenewDeadline/2)
 		err := c.renew(rctx)
 		cancel()
-		if err == nil || ctx.Err() != nil || time.Now().Add(c.opts.RetryPeriod).After(giveUp) {
+		if err == nil || ctx.Err() != nil {
+			return err
+		}
+		if errors.Is(err, errIdentityInUse) {
+			giveUp = time.Now().Add(c.opts.RenewDeadline) // waiting for the other process, not failing
+		} else if time.Now().Add(c.opts.RetryPeriod).After(giveUp) {
 			return err
 		}
 		c.log.Error(err, "registering this replica failed; retrying", "lease", c.memberName)
@@ -328,6 +343,31 @@ func (c *Coordinator) deleteStale(ctx context.Context, m member) {
 	}
 }
 
+// errIdentityInUse: the member Lease of this identity is renewed by another
+// process (a duplicate Identity, or this replica's previous incarnation).
+var errIdentityInUse = errors.New("sharding: member Lease renewed by another process with the same identity")
+
+// checkForeign allows taking over a member Lease of this identity written by
+// another process only once that process has been silent for LeaseDuration (as
+// observed here): a restarted replica with a stable identity waits for its
+// previous incarnation to have given its clusters up, and two processes given
+// the same identity never both run.
+func (c *Coordinator) checkForeign(cur *coordinationv1.Lease) error {
+	if cur.Annotations[annotationIncarnation] == c.incarnation {
+		return nil
+	}
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur.ResourceVersion != c.foreignRV {
+		c.foreignRV, c.foreignSince = cur.ResourceVersion, now
+	}
+	if wait := c.foreignSince.Add(c.opts.LeaseDuration).Sub(now); wait > 0 {
+		return fmt.Errorf("%w: Lease %s/%s, taking it over if it stays silent for %s", errIdentityInUse, c.opts.Namespace, c.memberName, wait.Round(time.Millisecond))
+	}
+	return nil
+}
+
 // renew writes the member Lease (creating it if needed) and records when the
 // request was sent.
 func (c *Coordinator) renew(ctx context.Context) error {
@@ -341,7 +381,7 @@ func (c *Coordinator) renew(ctx context.Context) error {
 			Namespace:       c.opts.Namespace,
 			ResourceVersion: rv,
 			Labels:          map[string]string{LabelGroup: c.opts.Name, LabelRole: roleMember},
-			Annotations:     map[string]string{AnnotationWeight: strconv.Itoa(c.opts.Weight)},
+			Annotations:     map[string]string{AnnotationWeight: strconv.Itoa(c.opts.Weight), annotationIncarnation: c.incarnation},
 		},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(c.opts.Identity),
@@ -353,11 +393,13 @@ func (c *Coordinator) renew(ctx context.Context) error {
 	var err error
 	if rv == "" {
 		out, err = c.renewals.Create(ctx, lease, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) { // a restart with the same identity: take the Lease over
+		if apierrors.IsAlreadyExists(err) {
 			var cur *coordinationv1.Lease
 			if cur, err = c.renewals.Get(ctx, c.memberName, metav1.GetOptions{}); err == nil {
-				lease.ResourceVersion = cur.ResourceVersion
-				out, err = c.renewals.Update(ctx, lease, metav1.UpdateOptions{})
+				if err = c.checkForeign(cur); err == nil {
+					lease.ResourceVersion = cur.ResourceVersion
+					out, err = c.renewals.Update(ctx, lease, metav1.UpdateOptions{})
+				}
 			}
 		}
 	} else {
@@ -580,8 +622,15 @@ func (c *Coordinator) shutdown() {
 
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.RenewDeadline)
 	defer cancel()
-	if err := c.leases.Delete(ctx, c.memberName, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-		c.log.Error(err, "deleting the member Lease failed: peers take over when it expires", "lease", c.memberName)
+	c.mu.Lock()
+	rv := c.memberRV
+	c.mu.Unlock()
+	// Only our own version: never the Lease of another process with our identity.
+	if rv != "" {
+		err := c.leases.Delete(ctx, c.memberName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if err != nil && !apierrors.IsNotFound(err) {
+			c.log.Error(err, "deleting the member Lease failed: peers take over when it expires", "lease", c.memberName)
+		}
 	}
 	for {
 		c.mu.Lock()

@@ -250,3 +250,27 @@ func TestCutOffReplicaGivesUpBeforePeerTakesOver(t *testing.T) {
 		}
 	}
 }
+
+// Two processes given the same identity never both run: the second waits while
+// the first renews the member Lease, and starts once the first has left.
+func TestSameIdentityRunsOnce(t *testing.T) {
+	opts := timing(2*time.Second, 1500*time.Millisecond, 250*time.Millisecond)
+	first := startReplica(t, "identity", "dup", opts, nil, nil)
+	waitPeers(t, first.c, 1)
+	if !first.c.Owns("x") {
+		t.Fatal("the only replica does not own x")
+	}
+	second := startReplica(t, "identity", "dup", opts, nil, nil)
+	for deadline := time.Now().Add(2 * opts.LeaseDuration); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if second.c.Owns("x") {
+			t.Fatal("a second process with the same identity owns x while the first renews")
+		}
+	}
+	first.stop()
+	mctest.Eventually(t, time.Minute, func() error {
+		if !second.c.Owns("x") {
+			return errors.New("the second process does not own x after the first left")
+		}
+		return nil
+	})
+}

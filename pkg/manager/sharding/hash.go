@@ -19,6 +19,9 @@ const (
 	// since cluster names need not be valid object names).
 	AnnotationCluster = "sharding.multicluster-runtime.io/cluster"
 
+	// annotationIncarnation tells processes with the same identity apart.
+	annotationIncarnation = "sharding.multicluster-runtime.io/incarnation"
+
 	roleMember = "member"
 	roleFence  = "fence"
 )

@@ -75,9 +75,7 @@ func (o Options) withDefaults() (Options, error) {
 		if err != nil {
 			return o, fmt.Errorf("sharding: no Identity given and the hostname is unknown: %w", err)
 		}
-		b := make([]byte, 4)
-		_, _ = rand.Read(b)
-		o.Identity = host + "_" + hex.EncodeToString(b)
+		o.Identity = host + "_" + randomHex(4)
 	}
 	if o.Weight == 0 {
 		o.Weight = 1
@@ -111,4 +109,10 @@ func (o Options) withDefaults() (Options, error) {
 		return o, fmt.Errorf("sharding: invalid options: %w", err)
 	}
 	return o, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
 }
