@@ -74,6 +74,9 @@ type Coordinator struct {
 	// another process wrote it (see checkForeign).
 	foreignRV    string
 	foreignSince time.Time
+	// unreleased are fences whose release failed, by cluster, with the
+	// Lease as written: the loop retries them.
+	unreleased map[string]*coordinationv1.Lease
 	// deadline fires at lastRenew+RenewDeadline.
 	deadline *time.Timer
 	// memberRV is the resourceVersion of our member Lease after our last write.
@@ -259,6 +262,23 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.signalChangedLocked()
 	c.mu.Unlock()
 	c.log.Info("replica joined", "peers", c.Peers())
+
+	// Failed releases are retried beside the loop, so that a slow API server
+	// cannot hold renewals up.
+	loopCtx, stopRetries := context.WithCancel(ctx)
+	wg.Go(func() {
+		t := time.NewTicker(c.opts.RetryPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-loopCtx.Done():
+				return
+			case <-t.C:
+				c.retryReleases()
+			}
+		}
+	})
+	defer stopRetries()
 
 	c.loop(ctx)
 	c.shutdown()

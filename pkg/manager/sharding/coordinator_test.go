@@ -144,7 +144,7 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	releaseB()
 	releaseB() // idempotent
 	for event, want := range map[string]float64{"acquired": 2, "released": 2, "lost": 0} {
-		if got := fenceEvents(t, "acquire", event); got != want {
+		if got := fenceEvents(t, runGroup(t, "acquire"), event); got != want {
 			t.Errorf("multicluster_sharding_fence_events_total{event=%q} = %v, want %v", event, got, want)
 		}
 	}
@@ -273,4 +273,36 @@ func TestSameIdentityRunsOnce(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// A release that fails (the host briefly unreachable) is retried: the next
+// owner is not left waiting on a fence that names a live replica.
+func TestFailedReleaseIsRetried(t *testing.T) {
+	opts := timing(6*time.Second, 4*time.Second, 250*time.Millisecond)
+	a := startReplica(t, "retry", "a", opts, nil, nil)
+	b := startReplica(t, "retry", "b", opts, nil, nil)
+	waitPeers(t, a.c, 2)
+	waitPeers(t, b.c, 2)
+	_, release, err := a.c.Acquire(context.Background(), "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.cut.Store(true)
+	release() // fails: a is cut off
+	a.cut.Store(false)
+
+	// a keeps renewing, so only the retried release can free the fence.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, releaseB, err := b.c.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatalf("b could not acquire a fence a released while cut off: %v", err)
+	}
+	releaseB()
+	if len(a.c.Peers()) != 2 || len(b.c.Peers()) != 2 {
+		t.Errorf("a replica left: a sees %v, b sees %v", a.c.Peers(), b.c.Peers())
+	}
+	if got := fenceEvents(t, runGroup(t, "retry"), "release_failed"); got < 1 {
+		t.Errorf("release_failed counted %v times, want at least 1", got)
+	}
 }

@@ -72,7 +72,7 @@ func (c *Coordinator) Acquire(ctx context.Context, name string) (fenced context.
 				if ferr == nil {
 					return f.ctx, c.releaser(f), nil
 				}
-				c.clearFence(name, out)
+				c.release(name, out)
 				if errors.Is(ferr, ErrStopping) {
 					return nil, nil, fmt.Errorf("cluster %q: %w", name, ferr)
 				}
@@ -86,6 +86,9 @@ func (c *Coordinator) Acquire(ctx context.Context, name string) (fenced context.
 		wait := c.opts.RetryPeriod
 		if !until.IsZero() {
 			wait = max(time.Until(until), time.Millisecond)
+		}
+		if cur != nil && !try {
+			c.log.V(1).Info("waiting for the fence", "cluster", name, "holder", ptr.Deref(cur.Spec.HolderIdentity, ""), "for", wait)
 		}
 		timer := time.NewTimer(wait)
 		select {
@@ -114,6 +117,10 @@ func (c *Coordinator) writeFence(ctx context.Context, cluster, lname string, cur
 			Annotations: map[string]string{AnnotationCluster: cluster},
 		}}
 	}
+	if lease.Annotations == nil {
+		lease.Annotations = map[string]string{}
+	}
+	lease.Annotations[annotationToken] = randomHex(8) // this acquisition: see clearFence
 	previous := ptr.Deref(lease.Spec.HolderIdentity, "")
 	if previous != c.opts.Identity {
 		lease.Spec.LeaseTransitions = ptr.To(ptr.Deref(lease.Spec.LeaseTransitions, 0) + 1)
@@ -167,18 +174,21 @@ func (c *Coordinator) releaser(f *fence) func() {
 			f.cancel(ErrReleased)
 			c.notifyLocked()
 			c.mu.Unlock()
-			c.clearFence(f.cluster, f.lease)
+			c.release(f.cluster, f.lease)
 		})
 	}
 }
 
 // clearFence empties the holder of a fence Lease this replica wrote (lease is
 // what the write returned). If the Lease changed since, it is read again and
-// cleared only if it still names this replica: a fence taken by another replica
-// is left alone.
-func (c *Coordinator) clearFence(cluster string, lease *coordinationv1.Lease) {
+// cleared only if it still holds the same acquisition (its token): a fence
+// taken by another replica, or acquired again by this one, is left alone. It
+// returns false if the fence could not be cleared; the caller retries later,
+// since a fence left naming a live replica would block the next owner.
+func (c *Coordinator) clearFence(cluster string, lease *coordinationv1.Lease) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.RenewDeadline)
 	defer cancel()
+	token := lease.Annotations[annotationToken]
 	lease = lease.DeepCopy()
 	var err error
 	for range 3 {
@@ -186,7 +196,7 @@ func (c *Coordinator) clearFence(cluster string, lease *coordinationv1.Lease) {
 		lease.Spec.RenewTime = ptr.To(metav1.NewMicroTime(time.Now()))
 		if _, err = c.leases.Update(ctx, lease, metav1.UpdateOptions{}); err == nil {
 			fenceEvents.WithLabelValues(c.opts.Name, eventReleased).Inc()
-			return
+			return true
 		}
 		if !apierrors.IsConflict(err) {
 			break
@@ -194,12 +204,38 @@ func (c *Coordinator) clearFence(cluster string, lease *coordinationv1.Lease) {
 		if lease, err = c.leases.Get(ctx, lease.Name, metav1.GetOptions{}); err != nil {
 			break
 		}
-		if ptr.Deref(lease.Spec.HolderIdentity, "") != c.opts.Identity {
-			return // taken over after this replica lost it
+		if ptr.Deref(lease.Spec.HolderIdentity, "") != c.opts.Identity || lease.Annotations[annotationToken] != token {
+			return true // taken over after this replica lost it, or acquired again
 		}
 	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		fenceEvents.WithLabelValues(c.opts.Name, eventReleaseFailed).Inc()
-		c.log.Error(err, "releasing a fence failed: the next owner takes it when this replica's lease expires", "cluster", cluster, "lease", lease.Name)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	fenceEvents.WithLabelValues(c.opts.Name, eventReleaseFailed).Inc()
+	c.log.Error(err, "releasing a fence failed; retrying every RetryPeriod", "cluster", cluster, "lease", lease.Name)
+	return false
+}
+
+// release clears a fence, or keeps it for the loop to retry.
+func (c *Coordinator) release(cluster string, lease *coordinationv1.Lease) {
+	if c.clearFence(cluster, lease) {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.unreleased == nil {
+		c.unreleased = map[string]*coordinationv1.Lease{}
+	}
+	c.unreleased[cluster] = lease
+}
+
+// retryReleases retries the fences whose release failed.
+func (c *Coordinator) retryReleases() {
+	c.mu.Lock()
+	pending := c.unreleased
+	c.unreleased = nil
+	c.mu.Unlock()
+	for cluster, lease := range pending {
+		c.release(cluster, lease)
 	}
 }

@@ -22,6 +22,9 @@ const (
 	// annotationIncarnation tells processes with the same identity apart.
 	annotationIncarnation = "sharding.multicluster-runtime.io/incarnation"
 
+	// annotationToken identifies one acquisition of a fence.
+	annotationToken = "sharding.multicluster-runtime.io/token"
+
 	roleMember = "member"
 	roleFence  = "fence"
 )

@@ -225,6 +225,23 @@ type replica struct {
 	stop      func()
 }
 
+var (
+	groupsMu sync.Mutex
+	groups   = map[string]string{}
+)
+
+// runGroup names a test's group uniquely, so that repeated runs (-count) on
+// the same API server do not meet the Leases of earlier ones.
+func runGroup(t testing.TB, group string) string {
+	groupsMu.Lock()
+	defer groupsMu.Unlock()
+	key := fmt.Sprintf("%p/%s", t, group)
+	if _, ok := groups[key]; !ok {
+		groups[key] = fmt.Sprintf("%s-%d", group, len(groups))
+	}
+	return groups[key]
+}
+
 // timing are short lease timings for tests.
 func timing(lease, renew, retry time.Duration) sharding.Options {
 	return sharding.Options{LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry}
@@ -237,7 +254,7 @@ func startReplica(t testing.TB, group, id string, opts sharding.Options, names [
 	r := &replica{}
 	cfg := rest.CopyConfig(host)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cuttable{rt: rt, cut: &r.cut} })
-	opts.Name, opts.Identity = group, id
+	opts.Name, opts.Identity = runGroup(t, group), id
 	log := logr.Discard()
 	opts.Logger = &log
 	c, err := sharding.New(cfg, opts)

@@ -45,7 +45,7 @@ func replicaMain() int {
 	n, _ := strconv.Atoi(os.Getenv(clustersEnv))
 	opts := processTiming
 	opts.Name, opts.Identity = os.Getenv(groupEnv), id
-	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, id, prefix, args) }, funcr.Options{})
+	log := funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, id, prefix, args) }, funcr.Options{Verbosity: 1})
 	opts.Logger = &log
 	c, err := sharding.New(cfg, opts)
 	if err != nil {
@@ -117,10 +117,11 @@ func TestSeparateProcesses(t *testing.T) {
 	names := clusterNames(12)
 	rec := &recorder{}
 	procs := map[string]*exec.Cmd{}
+	group := fmt.Sprintf("processes-%d", time.Now().UnixNano()%1e9) // fresh for -count
 	var readers sync.WaitGroup
 	for _, id := range []string{"p0", "p1", "p2"} {
 		cmd := exec.Command(os.Args[0])
-		cmd.Env = append(os.Environ(), replicaEnv+"="+id, kubeconfigEnv+"="+path, groupEnv+"=processes", clustersEnv+"="+strconv.Itoa(len(names)))
+		cmd.Env = append(os.Environ(), replicaEnv+"="+id, kubeconfigEnv+"="+path, groupEnv+"="+group, clustersEnv+"="+strconv.Itoa(len(names)))
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
 		if err != nil {
