@@ -134,6 +134,14 @@ func TestSeparateProcesses(t *testing.T) {
 		t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 		readers.Go(func() { readIntervals(t, id, out, rec) })
 	}
+	t.Cleanup(func() { // runs before the kills: on failure, every replica prints its goroutines
+		if t.Failed() {
+			for _, cmd := range procs {
+				_ = cmd.Process.Signal(syscall.SIGQUIT)
+			}
+			time.Sleep(2 * time.Second) // let them write the dump before they are killed
+		}
+	})
 	rec.expectCoverage(t, names, 2*time.Minute)
 
 	if err := procs["p0"].Process.Signal(syscall.SIGTERM); err != nil {
