@@ -18,15 +18,18 @@ import (
 // BenchmarkHandOff measures how long the clusters of a replica take to reach
 // the other one, from the moment the first stops cleanly or is cut off from
 // the host (a crash: it neither renews nor releases). Lease 3s, renew deadline
-// 2s, retry period 500ms; 30 clusters over 2 replicas.
+// 2s, retry period 500ms; 30 and 300 clusters over 2 replicas.
 func BenchmarkHandOff(b *testing.B) {
 	opts := timing(3*time.Second, 2*time.Second, 500*time.Millisecond)
-	names := clusterNames(30)
-	for _, mode := range []string{"clean", "crash"} {
-		b.Run(mode, func(b *testing.B) {
+	for _, tc := range []struct {
+		mode string
+		n    int
+	}{{"clean", 30}, {"crash", 30}, {"clean", 300}, {"crash", 300}} {
+		mode, names := tc.mode, clusterNames(tc.n)
+		b.Run(fmt.Sprintf("%s/%d", mode, tc.n), func(b *testing.B) {
 			var total time.Duration
 			for i := range b.N {
-				group := fmt.Sprintf("bench-handoff-%s-%d", mode, i)
+				group := fmt.Sprintf("bench-handoff-%s-%d-%d", mode, len(names), i)
 				rec := &recorder{}
 				a := startReplica(b, group, "a", opts, names, rec)
 				startReplica(b, group, "b", opts, names, rec)
