@@ -77,6 +77,8 @@ type Coordinator struct {
 	// unreleased are fences whose release failed, by cluster, with the
 	// Lease as written: the loop retries them.
 	unreleased map[string]*coordinationv1.Lease
+	// acquiring counts Acquire calls in progress, by cluster.
+	acquiring map[string]int
 	// deadline fires at lastRenew+RenewDeadline.
 	deadline *time.Timer
 	// memberRV is the resourceVersion of our member Lease after our last write.
@@ -154,6 +156,7 @@ func New(cfg *rest.Config, opts Options) (*Coordinator, error) {
 		changed:     make(chan struct{}),
 		notify:      make(chan struct{}),
 		held:        map[string]*fence{},
+		acquiring:   map[string]int{},
 	}, nil
 }
 

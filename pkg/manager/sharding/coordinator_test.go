@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
@@ -304,5 +307,38 @@ func TestFailedReleaseIsRetried(t *testing.T) {
 	}
 	if got := fenceEvents(t, runGroup(t, "retry"), "release_failed"); got < 1 {
 		t.Errorf("release_failed counted %v times, want at least 1", got)
+	}
+}
+
+// A fence that names a live replica which does not hold it (a write that timed
+// out but was applied, or one left by a previous process with its identity) is
+// cleared by that replica, so that the owner is not blocked for its lifetime.
+func TestOrphanedFenceIsCleared(t *testing.T) {
+	opts := timing(6*time.Second, 4*time.Second, 250*time.Millisecond)
+	group := runGroup(t, "orphan")
+	orphan := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   sharding.DefaultNamespace,
+			Name:        sharding.FenceLeaseName(group, "x"),
+			Labels:      map[string]string{sharding.LabelGroup: group, sharding.LabelRole: "fence"},
+			Annotations: map[string]string{sharding.AnnotationCluster: "x"},
+		},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a")},
+	}
+	if err := mctest.NewClient(t, host).Create(context.Background(), orphan); err != nil {
+		t.Fatal(err)
+	}
+	a := startReplica(t, "orphan", "a", opts, nil, nil)
+	b := startReplica(t, "orphan", "b", opts, nil, nil)
+	waitPeers(t, a.c, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, release, err := b.c.Acquire(ctx, "x")
+	if err != nil {
+		t.Fatalf("b could not acquire a fence orphaned by a live replica: %v", err)
+	}
+	release()
+	if len(b.c.Peers()) != 2 {
+		t.Errorf("a left: b sees %v", b.c.Peers())
 	}
 }

@@ -32,6 +32,16 @@ import (
 func (c *Coordinator) Acquire(ctx context.Context, name string) (fenced context.Context, release func(), err error) {
 	lname := leaseName(c.opts.Name, roleFence, name)
 	key := c.opts.Namespace + "/" + lname
+	c.mu.Lock()
+	c.acquiring[name]++ // not an orphan while we write it
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.acquiring[name]--; c.acquiring[name] <= 0 {
+			delete(c.acquiring, name)
+		}
+	}()
 	for {
 		now := time.Now()
 		c.mu.Lock()
@@ -229,13 +239,36 @@ func (c *Coordinator) release(cluster string, lease *coordinationv1.Lease) {
 	c.unreleased[cluster] = lease
 }
 
-// retryReleases retries the fences whose release failed.
+// retryReleases retries the fences whose release failed, and clears orphans:
+// fences that name this replica although it neither holds nor is acquiring
+// them (a write that timed out but was applied, or fences left by a previous
+// process with this identity). Either would block the next owner for as long as
+// this replica lives.
 func (c *Coordinator) retryReleases() {
 	c.mu.Lock()
 	pending := c.unreleased
 	c.unreleased = nil
+	var orphans []*coordinationv1.Lease
+	if c.synced && c.active && !c.stopping {
+		for _, obj := range c.store.List() {
+			lease := obj.(*coordinationv1.Lease)
+			cluster := lease.Annotations[AnnotationCluster]
+			if lease.Labels[LabelRole] != roleFence || ptr.Deref(lease.Spec.HolderIdentity, "") != c.opts.Identity {
+				continue
+			}
+			if _, held := c.held[cluster]; held || c.acquiring[cluster] > 0 || pending[cluster] != nil {
+				continue
+			}
+			orphans = append(orphans, lease.DeepCopy())
+		}
+	}
 	c.mu.Unlock()
 	for cluster, lease := range pending {
+		c.release(cluster, lease)
+	}
+	for _, lease := range orphans {
+		cluster := lease.Annotations[AnnotationCluster]
+		c.log.Info("clearing a fence that names this replica but is not held", "cluster", cluster, "lease", lease.Name)
 		c.release(cluster, lease)
 	}
 }
