@@ -215,7 +215,10 @@ func render(path, text string, regions map[string]region) (string, []string) {
 	return strings.Join(out, "\n"), problems
 }
 
-var link = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+var (
+	link       = regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	inlineCode = regexp.MustCompile("`[^`]*`")
+)
 
 // checkLinks reports relative links to files that do not exist.
 func checkLinks(path, text string) []string {
@@ -228,7 +231,8 @@ func checkLinks(path, text string) []string {
 		if inFence {
 			continue
 		}
-		for _, m := range link.FindAllStringSubmatch(line, -1) {
+		// Code spans are not links: `TypedControllerManagedBy[MyReq](mgr)`.
+		for _, m := range link.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
 			target := m[1]
 			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
 				continue
