@@ -17,6 +17,10 @@ import (
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
+// ErrNotOwned is returned, wrapped, by Engage for a cluster that sharding
+// assigns to another replica: this replica must not run it.
+var ErrNotOwned = errors.New("cluster owned by another replica")
+
 // Engine owns the lifecycle of every cluster of the fleet: one record per
 // cluster name, one lock. See the package documentation.
 type Engine struct {
@@ -160,6 +164,9 @@ func (e *Engine) Subscribe(a multicluster.Aware) {
 func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cluster %q: engagement context already done: %w", name, err)
+	}
+	if adm := e.opts.Admission; adm != nil && !adm.Owns(name) {
+		return fmt.Errorf("cluster %q: %w", name, ErrNotOwned)
 	}
 	e.mu.Lock()
 	rec := e.recordLocked(name)

@@ -378,19 +378,35 @@ func (e *Engine) Start(ctx context.Context) error {
 
 	e.mu.Lock()
 	var stop []*instance
+	var releases []func()
 	for _, rec := range e.records {
+		rec.gen++ // attempts in flight give up
 		for _, in := range []*instance{rec.cur, rec.next} {
-			if in != nil && in.built || in != nil && in.run != nil {
+			if in != nil && in.run != nil {
 				stop = append(stop, in)
 			}
 		}
 		if rec.retry != nil {
 			rec.retry.Stop()
 		}
+		if rec.releaseFence != nil {
+			releases = append(releases, rec.releaseFence)
+			rec.fence, rec.releaseFence = nil, nil
+		}
 	}
 	e.mu.Unlock()
 	for _, in := range stop {
 		e.teardown("", in, "stopped")
+	}
+	// Fences go once every cluster this replica ran has stopped, so that the
+	// next owners can take over at once, and never while one still runs.
+	for _, in := range stop {
+		if in.stopped != nil {
+			<-in.stopped
+		}
+	}
+	for _, release := range releases {
+		release()
 	}
 	e.wg.Wait()
 	return nil

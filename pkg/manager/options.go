@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 )
 
 // Option configures what the Multi-Cluster Manager adds to controller-runtime's
@@ -28,6 +29,32 @@ type HealthOptions = fleet.HealthOptions
 // WithHealthChecks configures the health probes; they are on by default.
 func WithHealthChecks(h HealthOptions) Option {
 	return func(o *options) { o.health = h }
+}
+
+// WithSharding shares the fleet between the replicas of this controller
+// process: each cluster is run by exactly one live replica, decided before
+// its cache starts (see package sharding for the Leases, the assignment, the
+// hand-off guarantees and the RBAC needed). Leader election can stay off.
+// Members published by built-in providers are admitted, fenced and handed off;
+// a custom provider's Engage of a cluster another replica owns fails with an
+// error wrapping fleet.ErrNotOwned.
+func WithSharding(opts sharding.Options) Option {
+	return func(o *options) {
+		o.sharding = func(mgr manager.Manager) (fleet.Admission, error) {
+			if opts.Logger == nil {
+				log := mgr.GetLogger().WithName("sharding")
+				opts.Logger = &log
+			}
+			c, err := sharding.New(mgr.GetConfig(), opts)
+			if err != nil {
+				return nil, err
+			}
+			if err := mgr.Add(c); err != nil {
+				return nil, err
+			}
+			return c, nil
+		}
+	}
 }
 
 // WithClusterStartTimeout bounds how long a cluster the engine builds may take
