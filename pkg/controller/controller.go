@@ -86,6 +86,9 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 	if owner, ok := mgr.(mcmanager.FleetOwner); ok {
 		c.fleet = owner.Fleet()
 	}
+	if rec, ok := mgr.(mcmanager.ReconcileRecorder); ok {
+		c.recorder = rec
+	}
 	if c.timeout <= 0 {
 		c.timeout = 2 * time.Minute
 	}
@@ -98,7 +101,11 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 			return c.notEngaged(req), nil
 		}
 		c.stopWaiting(req)
-		return user.Reconcile(ctx, req)
+		res, err := user.Reconcile(ctx, req)
+		if c.recorder != nil {
+			c.recorder.RecordReconcile(c.name, req.Cluster(), res, err)
+		}
+		return res, err
 	})
 	inner, err := controller.NewTypedUnmanaged(name, options)
 	if err != nil {
@@ -114,11 +121,12 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 type mcController[request mcreconcile.ClusterAware[request]] struct {
 	controller.TypedController[request]
 
-	name    string
-	host    cluster.Cluster
-	timeout time.Duration
-	fleet   *fleet.Engine // the manager's, for the state of clusters this controller does not have
-	log     logr.Logger
+	name     string
+	host     cluster.Cluster
+	timeout  time.Duration
+	fleet    *fleet.Engine // the manager's, for the state of clusters this controller does not have
+	recorder mcmanager.ReconcileRecorder
+	log      logr.Logger
 
 	mu       sync.RWMutex
 	sources  []mcsource.TypedSource[request]

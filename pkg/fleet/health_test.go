@@ -34,7 +34,7 @@ func TestChaosOneMemberCutOff(t *testing.T) {
 		"m1": members.Config(1), "m2": members.Config(2), "m3": cut,
 	})
 	health := mcmanager.HealthOptions{Interval: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 3}
-	mgr := mctest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health))
+	mgr := mctest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health), mcmanager.WithPerClusterReconcileMetrics(100))
 	rec := &mctest.Recorder{Namespace: ns}
 	if err := mcbuilder.ControllerManagedBy(mgr).Named("chaos").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
@@ -108,6 +108,9 @@ func TestChaosOneMemberCutOff(t *testing.T) {
 		t.Errorf("multicluster_cluster_healthy{cluster=m3} = %v after recovery, want 1", got)
 	}
 	t.Logf("recovered %s after the cut", time.Since(cutAt))
+	if got := testutil.ToFloat64(metrics.Reconciles.WithLabelValues("chaos", "m3", "success")); got < during {
+		t.Errorf("multicluster_reconcile_total{controller=chaos,cluster=m3,result=success} = %v, want at least %d", got, during)
+	}
 	mctest.WaitForGoroutines(t, baseline, 30*time.Second)
 }
 

@@ -123,7 +123,7 @@ func TestShardingAcrossReplicas(t *testing.T) {
 			Namespace: "default", Name: "sharding-test", Identity: replica,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
 		}))
-		if err := mcbuilder.ControllerManagedBy(mgr).Named("sharded-"+replica).For(&corev1.ConfigMap{}).
+		if err := mcbuilder.ControllerManagedBy(mgr).Named("sharded-" + replica).For(&corev1.ConfigMap{}).
 			Complete(log.reconciler(replica, ns)); err != nil {
 			t.Fatal(err)
 		}

@@ -13,8 +13,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -117,6 +119,9 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 		}
 		engineOpts.Admission = adm
 	}
+	if o.reconcileSeries > 0 {
+		m.reconcileSeries = &metrics.SeriesCap{Max: o.reconcileSeries}
+	}
 	m.fleet = fleet.New(engineOpts)
 	if err := mgr.Add(m.fleet); err != nil {
 		return nil, fmt.Errorf("mcmanager: adding the fleet engine: %w", err)
@@ -141,6 +146,30 @@ type mcManager struct {
 	manager.Manager // the host; its cluster methods are not part of Manager
 	provider        multicluster.Provider
 	fleet           *fleet.Engine
+	reconcileSeries *metrics.SeriesCap // nil unless WithPerClusterReconcileMetrics
+}
+
+// ReconcileRecorder is implemented by the Multi-Cluster Manager: controllers
+// report each reconcile's outcome, counted per cluster when the manager was
+// created WithPerClusterReconcileMetrics.
+type ReconcileRecorder interface {
+	RecordReconcile(controller string, cluster multicluster.ClusterName, result reconcile.Result, err error)
+}
+
+// RecordReconcile counts one reconcile in multicluster_reconcile_total, if
+// per-cluster reconcile metrics are on and the cluster is within their cap.
+func (m *mcManager) RecordReconcile(controller string, cluster multicluster.ClusterName, res reconcile.Result, err error) {
+	if m.reconcileSeries == nil || !m.reconcileSeries.Admit(cluster) {
+		return
+	}
+	result := "success"
+	switch {
+	case err != nil:
+		result = "error"
+	case res.RequeueAfter > 0:
+		result = "requeue"
+	}
+	metrics.Reconciles.WithLabelValues(controller, cluster, result).Inc()
 }
 
 var (

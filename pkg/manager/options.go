@@ -14,6 +14,7 @@ import (
 type Option func(*options)
 
 type options struct {
+	reconcileSeries  int
 	health           fleet.HealthOptions
 	cacheSyncTimeout time.Duration
 	sharding         func(manager.Manager) (fleet.Admission, error)
@@ -55,6 +56,16 @@ func WithSharding(opts sharding.Options) Option {
 			return c, nil
 		}
 	}
+}
+
+// WithPerClusterReconcileMetrics counts every reconcile of the manager's
+// multi-cluster controllers by controller, cluster and result (success, error,
+// requeue) in multicluster_reconcile_total, for at most maxClusters clusters:
+// clusters beyond the cap get no series of their own, so a large fleet cannot
+// blow up the metrics endpoint. Off by default; controller-runtime's own
+// controller_runtime_reconcile_total counts reconciles per controller.
+func WithPerClusterReconcileMetrics(maxClusters int) Option {
+	return func(o *options) { o.reconcileSeries = maxClusters }
 }
 
 // WithClusterStartTimeout bounds how long a cluster the engine builds may take

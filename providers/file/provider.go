@@ -210,6 +210,14 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer p.members.Wait()
 	defer cancel()
+	// A cluster that rejects its credentials: read the files again at once.
+	refresh := make(chan struct{}, 1)
+	p.members.Refresh = func(multicluster.ClusterName) {
+		select {
+		case refresh <- struct{}{}:
+		default:
+		}
+	}
 	p.members.Start(runCtx, aware, log)
 
 	p.sync(log, watcher)
@@ -249,6 +257,8 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 			}
 			// An overflow loses events: read everything again.
 			log.Error(err, "File watcher error, re-reading kubeconfig files")
+			schedule()
+		case <-refresh:
 			schedule()
 		case <-timer.C:
 			burstStart = time.Time{}

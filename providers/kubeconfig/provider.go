@@ -13,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -198,6 +199,14 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Unlock()
 
 	runCtx, cancel := context.WithCancel(ctx)
+	// A cluster that rejects its credentials: read its Secret again at once
+	// (a rotation whose event has not arrived yet is picked up now).
+	p.members.Refresh = func(name multicluster.ClusterName) {
+		req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: p.opts.Namespace, Name: name}}
+		if _, err := p.Reconcile(runCtx, req); err != nil && runCtx.Err() == nil {
+			log.Error(redact.Err(err), "Failed to re-read the kubeconfig Secret of a cluster that rejects its credentials", "cluster", name)
+		}
+	}
 	p.members.Start(runCtx, aware, log)
 	close(p.started)
 	<-ctx.Done()
