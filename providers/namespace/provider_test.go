@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -413,4 +414,28 @@ func TestIndexOverTheHostManagersCache(t *testing.T) {
 			return nil
 		})
 	}
+}
+
+// A shared cluster that the application starts itself (upstream's examples
+// do) works as well as one the provider starts.
+func TestSharedClusterTheApplicationRuns(t *testing.T) {
+	createNamespaces(t, directClient(t), []string{"app-runs"}, "cm")
+	cl := mctest.NewCluster(t, fleet.Config(0))
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = cl.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+
+	mgr := mctest.NewManager(t, fleet.Config(0), New(cl))
+	rec := newRecorder()
+	if err := mcbuilder.ControllerManagedBy(mgr).Named("app-runs").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+		t.Fatal(err)
+	}
+	mctest.Start(t, mgr)
+	mctest.Eventually(t, 30*time.Second, func() error {
+		if !rec.has(request("app-runs", "cm")) {
+			return errors.New("cm of a namespace not reconciled with an application-run shared cluster")
+		}
+		return nil
+	})
 }
