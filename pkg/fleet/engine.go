@@ -48,8 +48,10 @@ type record struct {
 	member *Member // what the provider wants; nil for an adopted cluster
 
 	// cur is the instance subscribers were engaged with (engaged or
-	// disconnected), next the one being started (first start or replacement).
-	cur, next *instance
+	// disconnected), next the one being started (first start or replacement),
+	// engaging the one being engaged with subscribers right now: their first
+	// reconciles may ask for it before the engagement completes.
+	cur, next, engaging *instance
 
 	gen     uint64      // bumped by every decision that makes attempts in flight stale
 	retry   *time.Timer // the next attempt after a failure
@@ -270,8 +272,16 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		parent = context.WithoutCancel(in.owner)
 	}
 	in.eng, in.disengage = context.WithCancel(parent)
+	rec.engaging = in
 	subs := slices.Clone(e.subs)
 	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		if rec.engaging == in {
+			rec.engaging = nil
+		}
+		e.mu.Unlock()
+	}()
 
 	err := engageAll(in.eng, rec.name, in.cl, subs)
 	for err == nil {
@@ -376,6 +386,10 @@ func (e *Engine) Get(name multicluster.ClusterName) (cluster.Cluster, error) {
 	switch {
 	case !ok:
 		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+	case rec.engaging != nil && rec.engaging.eng.Err() == nil:
+		// Subscribers see it already (a controller's first reconciles run
+		// while the others are still being engaged).
+		return rec.engaging.cl, nil
 	case rec.state == StateEngaged:
 		return rec.cur.cl, nil
 	case rec.state == StateDisconnected:
