@@ -18,6 +18,12 @@
 // TestMain with RunMain, which also checks for leaked goroutines after the
 // tests. Tests that stop or break members should start their own.
 //
+// A provider's test adds a Tracker to the manager: it records the clusters the
+// provider engages, and ExpectEngaged waits until exactly the expected ones are
+// engaged, each reaching the expected member (MarkMembers labels them).
+// Eventually polls any other condition with a timeout. AddUser gives a member
+// another user with its own credentials, to test credential rotation or RBAC.
+//
 // Members are stopped with StopMember, which leaves their configs pointing at
 // a dead endpoint: what an unreachable cluster looks like to a controller.
 package fleettest

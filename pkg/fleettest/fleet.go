@@ -188,3 +188,18 @@ func (f *Fleet) Stop() error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// AddUser provisions a new user on member i and returns a config that
+// authenticates as it, with its own client certificate: two users of the same
+// member reach the same server with different credentials, as after a
+// credential rotation. Give the user Groups []string{"system:masters"} for an
+// administrator, or none to test with the permissions of an RBAC binding.
+func (f *Fleet) AddUser(i int, user envtest.User) (*rest.Config, error) {
+	u, err := f.envs[i].AddUser(user, nil)
+	if err != nil {
+		return nil, fmt.Errorf("fleettest: adding user %q to control plane %d: %w", user.Name, i, err)
+	}
+	cfg := rest.CopyConfig(u.Config())
+	cfg.QPS, cfg.Burst = 1000, 2000 // as Config: see Start
+	return cfg, nil
+}

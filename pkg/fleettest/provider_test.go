@@ -16,20 +16,20 @@ func TestProviderAddsAndRemovesMembers(t *testing.T) {
 		t.Fatal("Add of a member outside the fleet should fail")
 	}
 	mgr := mctest.NewManager(t, shared.Config(0), p)
-	tr := mctest.NewTracker()
+	tr := fleettest.NewTracker()
 	if err := mgr.Add(tr); err != nil {
 		t.Fatal(err)
 	}
 	mctest.Start(t, mgr)
 
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"m0": 0})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"m0": 0})
 	if err := p.Add(1); err != nil {
 		t.Fatal(err)
 	}
-	engaged := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"m0": 0, "m1": 1})
+	engaged := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"m0": 0, "m1": 1})
 
 	p.Remove(0)
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"m1": 1})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"m1": 1})
 	tr.WaitDisengaged(t, engaged["m0"])
 	if _, err := p.Get(context.Background(), "m0"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 		t.Fatalf("Get of a removed member: want ErrClusterNotFound, got %v", err)
@@ -51,13 +51,13 @@ func TestProviderEngagesTheLiveMembersWhenOneIsStopped(t *testing.T) {
 	}
 	p := fleettest.NewProvider(f, fleettest.ProviderOptions{})
 	mgr := mctest.NewManager(t, f.Config(0), p)
-	tr := mctest.NewTracker()
+	tr := fleettest.NewTracker()
 	if err := mgr.Add(tr); err != nil {
 		t.Fatal(err)
 	}
 	mctest.Start(t, mgr)
 
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"member-0": 0})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"member-0": 0})
 	if _, err := p.Get(context.Background(), "member-1"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 		t.Fatalf("Get of the stopped member: want ErrClusterNotFound, got %v", err)
 	}

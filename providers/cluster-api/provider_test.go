@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	capi "github.com/mcruntime/multicluster-runtime/providers/cluster-api"
@@ -55,7 +56,7 @@ func (b *logBuffer) String() string {
 type env struct {
 	ns      string
 	host    client.Client
-	tracker *tracker
+	tracker *fleettest.Tracker
 	logs    *logBuffer
 }
 
@@ -77,7 +78,7 @@ func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *r
 			t.Fatal(err)
 		}
 	}
-	host, err := client.New(fleet[h].Config, client.Options{Scheme: scheme})
+	host, err := client.New(fleet.Config(h), client.Options{Scheme: scheme})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +86,10 @@ func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *r
 	if err := host.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{ns: ns.Name, host: host, tracker: newTracker(), logs: &logBuffer{}}
+	e := &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), logs: &logBuffer{}}
 
 	opts.Namespaces = []string{e.ns}
-	cfg := fleet[h].Config
+	cfg := fleet.Config(h)
 	if identity != nil {
 		cfg = identity(e.ns)
 	}
@@ -120,7 +121,7 @@ func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *r
 		case <-time.After(time.Minute):
 			t.Error("manager did not stop")
 		}
-		if got := e.tracker.snapshot(); len(got) > 0 {
+		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)
 		}
 		_ = host.Delete(context.Background(), ns)
@@ -262,7 +263,7 @@ current-context: x
 		"empty":     capi.ReasonInvalidKubeconfig,
 	}
 	var events eventsv1.EventList
-	eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if err := e.host.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -374,7 +375,7 @@ func TestV1Beta1Clusters(t *testing.T) {
 
 func TestUnsupportedObjectToWatch(t *testing.T) {
 	p := capi.New(capi.Options{ObjectToWatch: &corev1.ConfigMap{}})
-	mgr, err := mcmanager.New(fleet[0].Config, p, mcmanager.Options{Metrics: server.Options{BindAddress: "0"}})
+	mgr, err := mcmanager.New(fleet.Config(0), p, mcmanager.Options{Metrics: server.Options{BindAddress: "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -422,7 +423,7 @@ func TestDeletedSecretDisengages(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectEngaged(t, e.tracker, map[string]identity{})
-	eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		var events eventsv1.EventList
 		if err := e.host.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err

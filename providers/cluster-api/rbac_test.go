@@ -17,7 +17,7 @@ import (
 // Role, are all the provider needs there.
 func TestDocumentedRBACIsEnough(t *testing.T) {
 	as := func(ns string) *rest.Config {
-		admin, err := client.New(fleet[0].Config, client.Options{})
+		admin, err := client.New(fleet.Config(0), client.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,11 +41,11 @@ func TestDocumentedRBACIsEnough(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		u, err := fleet[0].AddUser(envtest.User{Name: user}, nil)
+		cfg, err := fleet.AddUser(0, envtest.User{Name: user})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return u.Config()
+		return cfg
 	}
 	e := startAs(t, 0, capi.Options{}, as)
 	kc := kubeconfig(t, 1, "capi-rbac")

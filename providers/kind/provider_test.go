@@ -16,6 +16,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/kind"
@@ -78,10 +79,10 @@ func (l *lister) listings() int {
 }
 
 // run runs a manager on control plane 0 with p until the test ends.
-func run(t *testing.T, p *kind.Provider) *tracker {
+func run(t *testing.T, p *kind.Provider) *fleettest.Tracker {
 	t.Helper()
-	tr := newTracker()
-	mgr, err := mcmanager.New(fleet[0].Config, p, mcmanager.Options{
+	tr := fleettest.NewTracker()
+	mgr, err := mcmanager.New(fleet.Config(0), p, mcmanager.Options{
 		Metrics:    server.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -144,7 +145,7 @@ func TestEngagePrefixRemoveAndRecreate(t *testing.T) {
 	// Deleted: disengaged, and Get says so.
 	l.remove("fleet-a")
 	expectEngaged(t, tr, map[string]identity{"fleet-b": {0, recreated}})
-	eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if _, err := p.Get(context.Background(), "fleet-a"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 			return errors.New("Get of a deleted cluster does not wrap ErrClusterNotFound")
 		}
@@ -161,7 +162,7 @@ func TestListingErrorsAndBadKubeconfigsKeepTheFleet(t *testing.T) {
 	// A failing listing (kind or the container runtime is down) changes nothing.
 	l.fail(errors.New("docker is not running"))
 	n := l.listings()
-	eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if l.listings() < n+3 {
 			return errors.New("the provider has not listed again")
 		}
