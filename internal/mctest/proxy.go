@@ -14,6 +14,7 @@ type Proxy struct {
 	target   string
 	listener net.Listener
 	up       atomic.Bool
+	hole     atomic.Bool
 	attempts atomic.Int32
 
 	mu    sync.Mutex
@@ -37,7 +38,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 func (p *Proxy) Addr() string { return p.listener.Addr().String() }
 
 // SetUp brings the proxy up or down; connections already forwarded stay.
-func (p *Proxy) SetUp(up bool) { p.up.Store(up) }
+func (p *Proxy) SetUp(up bool) { p.hole.Store(false); p.up.Store(up) }
 
 // Cut brings the proxy down and closes every connection it forwards: the
 // cluster behind it vanishes for its clients at once.
@@ -52,6 +53,15 @@ func (p *Proxy) Cut() {
 	}
 }
 
+// Blackhole makes the cluster behind the proxy accept connections and never
+// answer: connections forwarded so far are closed, new ones are held open
+// without a byte, until SetUp(true) or the test ends.
+func (p *Proxy) Blackhole() {
+	p.hole.Store(true)
+	p.Cut()
+	p.up.Store(true)
+}
+
 // Attempts counts the connections accepted so far.
 func (p *Proxy) Attempts() int { return int(p.attempts.Load()) }
 
@@ -64,6 +74,12 @@ func (p *Proxy) accept() {
 		p.attempts.Add(1)
 		if !p.up.Load() {
 			_ = c.Close()
+			continue
+		}
+		if p.hole.Load() {
+			p.mu.Lock()
+			p.conns = append(p.conns, c) // held, never answered
+			p.mu.Unlock()
 			continue
 		}
 		backend, err := net.Dial("tcp", p.target)
