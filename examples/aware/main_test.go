@@ -64,24 +64,24 @@ func TestSourcesReachJoiningMembersAndCopiesArePutBack(t *testing.T) {
 	if err := provider.Add(1); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error { return copyHas(ctx, member, "110") })
+	fleettest.Eventually(t, time.Minute, func() error { return copyHas(ctx, member, "110") })
 
 	src.Data["max-pods"] = "250"
 	if err := hub.Update(ctx, src); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error { return copyHas(ctx, member, "250") })
+	fleettest.Eventually(t, time.Minute, func() error { return copyHas(ctx, member, "250") })
 
 	if err := member.Delete(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: Namespace, Name: "limits"}}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error { return copyHas(ctx, member, "250") })
+	fleettest.Eventually(t, time.Minute, func() error { return copyHas(ctx, member, "250") })
 
 	delete(src.Labels, PropagateLabel)
 	if err := hub.Update(ctx, src); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		err := member.Get(ctx, client.ObjectKey{Namespace: Namespace, Name: "limits"}, &corev1.ConfigMap{})
 		if err == nil {
 			return fmt.Errorf("the copy is still there after the source lost its label")
@@ -108,19 +108,4 @@ func newClient(t *testing.T, member int) client.Client {
 		t.Fatal(err)
 	}
 	return c
-}
-
-func eventually(t *testing.T, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

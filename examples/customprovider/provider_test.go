@@ -58,7 +58,7 @@ current-context: c
 	engaged := func(want ...string) func() error {
 		return func() error {
 			var got []string
-			for name := range tr.Snapshot() {
+			for name := range tr.Engaged() {
 				got = append(got, name)
 			}
 			slices.Sort(got)

@@ -66,16 +66,16 @@ func TestBaselineInEveryNamespaceOfEveryCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range fleet.Len() {
-		eventually(t, func() error { return hasBaseline(ctx, newClient(t, i), "default") })
+		fleettest.Eventually(t, time.Minute, func() error { return hasBaseline(ctx, newClient(t, i), "default") })
 	}
-	eventually(t, func() error { return hasBaseline(ctx, member1, "team-a") })
+	fleettest.Eventually(t, time.Minute, func() error { return hasBaseline(ctx, member1, "team-a") })
 
 	// Deleting the baseline brings it back.
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: BaselineName}}
 	if err := member1.Delete(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, func() error { return hasBaseline(ctx, member1, "team-a") })
+	fleettest.Eventually(t, time.Minute, func() error { return hasBaseline(ctx, member1, "team-a") })
 }
 
 // end-snippet
@@ -98,20 +98,4 @@ func hasBaseline(ctx context.Context, c client.Client, namespace string) error {
 		return fmt.Errorf("%s/%s has data %v", namespace, BaselineName, cm.Data)
 	}
 	return nil
-}
-
-// eventually polls cond for up to a minute.
-func eventually(t *testing.T, cond func() error) {
-	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal(err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

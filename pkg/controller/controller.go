@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -134,8 +135,9 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 	queue    workqueue.TypedRateLimitingInterface[request] // set when the controller starts
 	ctx      context.Context                               // the controller's, set with queue
 
-	waitMu  sync.Mutex
-	waiting map[request]time.Time // requests for joining clusters, since when
+	waitMu   sync.Mutex
+	waiting  map[request]time.Time // requests for joining clusters, since when
+	nWaiting atomic.Int32          // len(waiting), read without the lock on every reconcile
 }
 
 // engagement is one cluster's membership in this controller.
@@ -451,6 +453,7 @@ func (c *mcController[request]) notEngaged(req request) reconcile.Result {
 		if !ok {
 			since = time.Now()
 			c.waiting[req] = since
+			c.nWaiting.Store(int32(len(c.waiting)))
 		}
 		c.waitMu.Unlock()
 		if time.Since(since) < c.timeout {
@@ -468,9 +471,11 @@ func (c *mcController[request]) notEngaged(req request) reconcile.Result {
 const joinPollInterval = 100 * time.Millisecond
 
 func (c *mcController[request]) stopWaiting(req request) {
-	c.waitMu.Lock()
-	if len(c.waiting) > 0 {
-		delete(c.waiting, req)
+	if c.nWaiting.Load() == 0 {
+		return // the common case, on every reconcile: nothing waits
 	}
+	c.waitMu.Lock()
+	delete(c.waiting, req)
+	c.nWaiting.Store(int32(len(c.waiting)))
 	c.waitMu.Unlock()
 }

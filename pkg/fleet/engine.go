@@ -30,7 +30,7 @@ type Engine struct {
 	// mu guards everything below and every record's fields. It is never held
 	// while calling out: subscribers, Build, Report, Refresh and the network
 	// are called without it.
-	mu      sync.Mutex
+	mu      sync.RWMutex    // read-locked by Get and State, which reconcilers call per request
 	ctx     context.Context // the engine's run; nil until Start
 	records map[multicluster.ClusterName]*record
 	subs    []multicluster.Aware // append-only
@@ -380,8 +380,8 @@ func (e *Engine) teardown(name multicluster.ClusterName, in *instance, why strin
 // error matching both multicluster.ErrClusterNotConnected and
 // multicluster.ErrClusterNotFound; any other name ErrClusterNotFound.
 func (e *Engine) Get(name multicluster.ClusterName) (cluster.Cluster, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	rec, ok := e.records[name]
 	switch {
 	case !ok:
@@ -408,8 +408,8 @@ func (e *Engine) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
 // State returns the lifecycle state of name; false if the engine does not
 // know it (never seen, or gone).
 func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	rec, ok := e.records[name]
 	if !ok {
 		return StateGone, false
@@ -421,13 +421,13 @@ func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
 // replica: published and admitted, starting, or wanted while this replica
 // owns it (or runs everything).
 func (e *Engine) Joining(name multicluster.ClusterName) bool {
-	e.mu.Lock()
+	e.mu.RLock()
 	rec, ok := e.records[name]
 	var state State
 	if ok {
 		state = rec.state
 	}
-	e.mu.Unlock()
+	e.mu.RUnlock()
 	switch {
 	case !ok:
 		return false
@@ -447,12 +447,12 @@ type Status struct {
 
 // Clusters lists every known cluster and its state, sorted by name.
 func (e *Engine) Clusters() []Status {
-	e.mu.Lock()
+	e.mu.RLock()
 	out := make([]Status, 0, len(e.records))
 	for _, rec := range e.records {
 		out = append(out, Status{Name: rec.name, State: rec.state})
 	}
-	e.mu.Unlock()
+	e.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
 }

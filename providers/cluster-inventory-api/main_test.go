@@ -246,7 +246,7 @@ func start(t *testing.T, opts clusterinventoryapi.Options) *env {
 		case <-time.After(60 * time.Second):
 			t.Error("manager did not stop")
 		}
-		if got := e.tracker.Snapshot(); len(got) > 0 {
+		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)
 		}
 		_ = hub.Delete(context.Background(), ns)

@@ -186,7 +186,7 @@ func TestClusterIDNaming(t *testing.T) {
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
-		if got := e.tracker.Snapshot(); len(got) != 1 || got["eu-1"] != engaged["eu-1"] {
+		if got := e.tracker.Engaged(); len(got) != 1 || got["eu-1"] != engaged["eu-1"] {
 			return fmt.Errorf("engaged %v, want only the first eu-1", got)
 		}
 		if !hasWarning(events.Items, "no-id", clusterinventoryapi.ReasonInvalidProfile) {

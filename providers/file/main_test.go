@@ -78,7 +78,7 @@ func run(t *testing.T, p *file.Provider, log logr.Logger) *mctest.Tracker {
 			t.Error("provider did not stop")
 		}
 		mctest.Eventually(t, time.Minute, func() error { // every cluster disengaged
-			if got := tr.Snapshot(); len(got) > 0 {
+			if got := tr.Engaged(); len(got) > 0 {
 				return fmt.Errorf("still engaged: %v", keys(got))
 			}
 			return nil

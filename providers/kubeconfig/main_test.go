@@ -125,7 +125,7 @@ func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubecon
 		case <-time.After(60 * time.Second):
 			t.Error("manager did not stop")
 		}
-		if got := e.tracker.Snapshot(); len(got) > 0 {
+		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)
 		}
 		_ = host.Delete(context.Background(), ns)

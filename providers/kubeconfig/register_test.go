@@ -149,7 +149,7 @@ func TestRegisterCleansUpWhenTheHostWriteFails(t *testing.T) {
 		t.Error("a failed rotation deleted the ServiceAccount of the working registration")
 	}
 	// The working registration still works.
-	cl := e.tracker.Snapshot()["cleanup"]
+	cl := e.tracker.Engaged()["cleanup"]
 	if cl == nil {
 		t.Fatal("the registered cluster is no longer engaged")
 	}
