@@ -86,8 +86,7 @@ func (e *Engine) admitLocked(rec *record) {
 			return
 		}
 		rec.acquiring = true
-		gen := rec.gen
-		e.wg.Go(func() { e.acquire(rec, gen) })
+		e.wg.Go(func() { e.acquire(rec) })
 		return
 	}
 	if rec.state == StateWanted {
@@ -97,7 +96,7 @@ func (e *Engine) admitLocked(rec *record) {
 }
 
 // acquire waits for the cluster's fence, then admits it.
-func (e *Engine) acquire(rec *record, gen uint64) {
+func (e *Engine) acquire(rec *record) {
 	fence, release, err := e.opts.Admission.Acquire(e.ctx, rec.name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -113,7 +112,6 @@ func (e *Engine) acquire(rec *record, gen uint64) {
 		return
 	}
 	rec.fence, rec.releaseFence = fence, release
-	_ = gen
 	context.AfterFunc(fence, func() { e.fenceLost(rec, fence) })
 	e.admitLocked(rec)
 }
@@ -131,7 +129,7 @@ func (e *Engine) fenceLost(rec *record, fence context.Context) {
 
 // unadmitLocked takes rec back to StateWanted; its instances are torn down,
 // then its fence released.
-func (e *Engine) unadmitLocked(rec *record, why string) []*instance {
+func (e *Engine) unadmitLocked(rec *record, why string) {
 	var stop []*instance
 	for _, in := range []*instance{rec.cur, rec.next} {
 		if in != nil {
@@ -148,7 +146,6 @@ func (e *Engine) unadmitLocked(rec *record, why string) []*instance {
 	e.transitionLocked(rec, StateWanted, why)
 	name := rec.name
 	e.wg.Go(func() { e.teardownAndRelease(name, stop, why, release) })
-	return nil
 }
 
 // attemptLocked starts building and starting rec's member, abandoning any
