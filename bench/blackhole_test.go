@@ -19,20 +19,27 @@ import (
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 	clustersprovider "github.com/mcruntime/multicluster-runtime/providers/clusters"
 )
 
-// BenchmarkBlackholedMember measures fault isolation with default options
-// (one worker, default health checks and request bound): two healthy members
+// BenchmarkBlackholedMember measures fault isolation: two healthy members
 // and one that, mid-run, accepts connections and never answers. Every
-// reconcile reads from the cache and writes an annotation, and asks to be
-// run again every second, as a status-keeping controller does. Reported:
-// how many of the healthy members' new objects were reconciled during the
-// blackhole and their create-to-reconcile latency (p50, p99), beside the
-// figures before it. The target is p99 ≤ 1 s; with one worker it is
-// far from met (see the README's Security section).
+// reconcile reads its object live from the member and asks to be run again
+// every second, as a status-keeping controller does. Reported: how many of
+// the healthy members' new objects were reconciled during the blackhole and
+// their create-to-reconcile latency (p50, p99), beside the figures before it.
+// "defaults" runs with default options (DefaultMaxConcurrentReconciles
+// workers, one per cluster); "one-worker" with MaxConcurrentReconciles 1, as
+// the upstream design runs by default, for reference. The target is a
+// p99 of at most 1 s with default options.
 func BenchmarkBlackholedMember(b *testing.B) {
+	b.Run("defaults", func(b *testing.B) { benchmarkBlackholedMember(b, mccontroller.Options{}) })
+	b.Run("one-worker", func(b *testing.B) { benchmarkBlackholedMember(b, mccontroller.Options{MaxConcurrentReconciles: 1}) })
+}
+
+func benchmarkBlackholedMember(b *testing.B, opts mccontroller.Options) {
 	const phase = 20 * time.Second
 	ns := seed(b, 5)
 	u, err := url.Parse(config().Host)
@@ -57,23 +64,18 @@ func BenchmarkBlackholedMember(b *testing.B) {
 			delete(created, key)
 		}
 	}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("blackhole").For(&corev1.ConfigMap{}).
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("blackhole-%d", nsCounter.Add(1))).For(&corev1.ConfigMap{}).
+		WithOptions(opts).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 			cl, err := mgr.GetCluster(ctx, req.ClusterName)
 			if err != nil {
 				return reconcile.Result{}, err
 			}
-			cm := &corev1.ConfigMap{}
-			if err := cl.GetClient().Get(ctx, req.NamespacedName, cm); err != nil {
+			if err := cl.GetAPIReader().Get(ctx, req.NamespacedName, &corev1.ConfigMap{}); err != nil {
 				return reconcile.Result{}, client.IgnoreNotFound(err)
 			}
 			if req.ClusterName != "holed" {
 				record(req.NamespacedName)
-			}
-			patch := client.MergeFrom(cm.DeepCopy())
-			cm.Annotations = map[string]string{"seen": time.Now().Format(time.RFC3339Nano)}
-			if err := cl.GetClient().Patch(ctx, cm, patch); err != nil {
-				return reconcile.Result{}, err
 			}
 			return reconcile.Result{RequeueAfter: time.Second}, nil
 		})); err != nil {

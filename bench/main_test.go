@@ -23,12 +23,15 @@ import (
 	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // server is the one real API server every benchmark cluster points at.
 var apiServer *testfleet.Fleet
 
 func TestMain(m *testing.M) {
+	// Reconcilers' client calls log through the controller's logger.
+	ctrllog.SetLogger(logr.Discard())
 	testfleet.RunMainWithOptions(m, 1, testfleet.Options{APIServerFlags: map[string]string{
 		// A thousand clusters list at once; the defaults (400/200) would make
 		// the server's admission, not the client, the thing measured.

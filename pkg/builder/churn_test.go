@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -27,9 +26,11 @@ func TestChurn(t *testing.T) {
 	must(t, e.builder().For(&corev1.ConfigMap{}).Complete(rec))
 	mctest.Start(t, e.mgr)
 	ctx := context.Background()
-	// Wait for the provider to run, so that the baseline includes it.
+	// Wait for the provider and the controller's workers to run, so that the
+	// baseline includes them: a reconcile of the first cluster shows both.
 	e.engage(1)
-	mctest.Eventually(t, 0, func() error { _, err := e.mgr.GetCluster(ctx, member(1)); return err })
+	mctest.CreateConfigMap(t, e.members[0], e.ns, "before-churn", nil)
+	rec.WaitFor(t, 1, member(1), e.ns, "before-churn")
 	e.provider.Remove(member(1))
 	mctest.Eventually(t, 0, func() error {
 		if _, err := e.mgr.GetCluster(ctx, member(1)); err == nil {
@@ -37,7 +38,7 @@ func TestChurn(t *testing.T) {
 		}
 		return nil
 	})
-	baseline := runtime.NumGoroutine()
+	baseline := mctest.NumGoroutine()
 	// A custom provider, written as the seeds describe, engaging through the manager.
 	var custom pkgclusters.Clusters[cluster.Cluster]
 

@@ -3,8 +3,8 @@ package builder_test
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -33,7 +33,7 @@ func TestUniformReconcilerAcrossTheFleet(t *testing.T) {
 	rec.WaitFor(t, 1, member(2), e.ns, "before")
 
 	// A cluster engaged while the manager runs is picked up, old objects included.
-	baseline := runtime.NumGoroutine()
+	baseline := mctest.NumGoroutine()
 	e.engage(3)
 	rec.WaitFor(t, 1, member(3), e.ns, "before")
 
@@ -79,12 +79,7 @@ func TestUniformReconcilerAcrossTheFleet(t *testing.T) {
 	if n := rec.Count(member(3), e.ns, "after-disengage"); n != 0 {
 		t.Errorf("disengaged cluster's object reconciled %d times", n)
 	}
-	mctest.Eventually(t, 0, func() error {
-		if n := runtime.NumGoroutine(); n > baseline {
-			return fmt.Errorf("%d goroutines, %d before engaging %s", n, baseline, member(3))
-		}
-		return nil
-	})
+	mctest.WaitForGoroutines(t, baseline, 30*time.Second)
 }
 
 // A controller built after clusters were engaged is engaged with all of them.

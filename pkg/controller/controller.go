@@ -93,16 +93,25 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 	if c.timeout <= 0 {
 		c.timeout = 2 * time.Minute
 	}
-	if options.NewQueue == nil {
-		options.NewQueue = FairQueue(options)
-	}
+	defaultQueue(&options)
 	user := options.Reconciler
 	options.Reconciler = reconcile.TypedFunc[request](func(ctx context.Context, req request) (reconcile.Result, error) {
-		if !c.isEngaged(req.Cluster()) {
+		engaged := c.engagement(req.Cluster())
+		if engaged == nil {
 			return c.notEngaged(req), nil
 		}
 		c.stopWaiting(req)
+		// A reconcile ends with its cluster's engagement: a member declared
+		// disconnected, removed or replaced does not keep the worker that
+		// waits on it.
+		ctx, cancel := context.WithCancel(ctx)
+		stop := context.AfterFunc(engaged, cancel)
 		res, err := user.Reconcile(ctx, req)
+		stop()
+		cancel()
+		if engaged.Err() != nil && !c.stopping() {
+			return c.disengagedDuring(req, err), nil
+		}
 		if c.recorder != nil {
 			c.recorder.RecordReconcile(c.name, req.Cluster(), res, err)
 		}
@@ -204,14 +213,19 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 	return e, append([]mcsource.TypedSource[request]{}, c.sources...), nil
 }
 
-func (c *mcController[request]) isEngaged(name multicluster.ClusterName) bool {
-	if name == "" {
-		return true
-	}
+// engagement returns the context of this controller's engagement with the
+// cluster, nil when it is not engaged. The host cluster is engaged while the
+// controller runs.
+func (c *mcController[request]) engagement(name multicluster.ClusterName) context.Context {
 	c.mu.RLock()
-	_, ok := c.clusters[name]
-	c.mu.RUnlock()
-	return ok
+	defer c.mu.RUnlock()
+	if e, ok := c.clusters[name]; ok {
+		return e.ctx
+	}
+	if name == "" {
+		return context.Background() // the controller has not started its sources yet
+	}
+	return nil
 }
 
 // MultiClusterWatch adds src and, once the controller runs, starts it in every
@@ -464,6 +478,27 @@ func (c *mcController[request]) notEngaged(req request) reconcile.Result {
 	c.stopWaiting(req)
 	metrics.DroppedRequests.WithLabelValues(c.name, reason).Inc()
 	c.log.Info("Dropping request", "cluster", req.Cluster(), "request", fmt.Sprint(req), "reason", reason)
+	return reconcile.Result{}
+}
+
+// stopping reports whether the controller is shutting down, which ends
+// every engagement; a reconcile then ends as controller-runtime ends it.
+func (c *mcController[request]) stopping() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.ctx != nil && c.ctx.Err() != nil
+}
+
+// disengagedDuring drops a request whose cluster's engagement ended while it
+// was reconciled: its context was cancelled, and whatever it failed to do is
+// done again from the initial list of the cluster when it is engaged again.
+func (c *mcController[request]) disengagedDuring(req request, err error) reconcile.Result {
+	metrics.DroppedRequests.WithLabelValues(c.name, "cluster-disengaged").Inc()
+	log := c.log.WithValues("cluster", req.Cluster(), "request", fmt.Sprint(req), "reason", "cluster-disengaged")
+	if err != nil {
+		log = log.WithValues("reconcileError", err.Error())
+	}
+	log.Info("Dropping request: its cluster was disengaged while it was reconciled")
 	return reconcile.Result{}
 }
 

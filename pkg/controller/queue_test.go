@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -63,5 +64,67 @@ func TestFairQueueHonoursOptions(t *testing.T) {
 		}
 		q.ShutDown()
 		<-got
+	}
+}
+
+// Options that leave the number of workers unset get
+// DefaultMaxConcurrentReconciles workers and one request per cluster in
+// processing; a number set explicitly keeps its half-the-workers cap, and a
+// queue set by the caller is left alone.
+func TestDefaultQueue(t *testing.T) {
+	rl := workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](time.Millisecond, time.Second)
+	// inFlightCap counts the requests of a busy cluster handed out, none done,
+	// before the queue holds the rest back.
+	inFlightCap := func(o Options) int {
+		defaultQueue(&o)
+		q := o.NewQueue("", rl)
+		for i := range 20 {
+			q.Add(request("a", fmt.Sprint(i)))
+		}
+		q.Add(request("b", "other"))
+		got := make(chan mcreconcile.Request)
+		go func() {
+			defer close(got)
+			for {
+				r, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				got <- r
+			}
+		}()
+		n := 0
+		for {
+			select {
+			case r := <-got:
+				if r.ClusterName == "a" {
+					n++
+				}
+				continue
+			case <-time.After(100 * time.Millisecond):
+			}
+			break
+		}
+		q.ShutDown()
+		for range got {
+		}
+		return n
+	}
+	o := Options{}
+	defaultQueue(&o)
+	if o.MaxConcurrentReconciles != DefaultMaxConcurrentReconciles {
+		t.Errorf("MaxConcurrentReconciles unset: %d workers, want %d", o.MaxConcurrentReconciles, DefaultMaxConcurrentReconciles)
+	}
+	if got := inFlightCap(Options{}); got != 1 {
+		t.Errorf("MaxConcurrentReconciles unset: cluster a got %d requests in processing at once, want 1", got)
+	}
+	if got := inFlightCap(Options{MaxConcurrentReconciles: 6}); got != 3 {
+		t.Errorf("MaxConcurrentReconciles 6: cluster a got %d requests in processing at once, want 3", got)
+	}
+	own := PlainQueue(Options{})
+	o = Options{NewQueue: own}
+	defaultQueue(&o)
+	if o.MaxConcurrentReconciles != 0 {
+		t.Errorf("a caller's queue: MaxConcurrentReconciles set to %d, want it left unset", o.MaxConcurrentReconciles)
 	}
 }

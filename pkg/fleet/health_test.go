@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"testing"
 	"time"
 
@@ -47,7 +46,7 @@ func TestChaosOneMemberCutOff(t *testing.T) {
 		mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(i+1)), ns, "before", nil)
 		rec.WaitFor(t, 1, name, ns, "before")
 	}
-	baseline := runtime.NumGoroutine()
+	baseline := mctest.NumGoroutine()
 	unhealthyBefore := testutil.ToFloat64(metrics.Disengagements.WithLabelValues("unhealthy"))
 
 	// Cut member 3 off.
