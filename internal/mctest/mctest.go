@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -31,24 +32,15 @@ import (
 // DefaultTimeout bounds Eventually when no timeout is given.
 const DefaultTimeout = 30 * time.Second
 
-// Eventually polls cond until it returns nil, failing the test with cond's
-// last error after timeout.
+// Eventually is fleettest.Eventually with this package's shorter default
+// timeout: most waits in the project's own tests are for things that take
+// milliseconds.
 func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	t.Helper()
-	if timeout == 0 {
+	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	deadline := time.Now().Add(timeout)
-	for {
-		err := cond()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("condition not met within %s: %v", timeout, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	fleettest.Eventually(t, timeout, cond)
 }
 
 // Recorder is a reconciler that counts the requests it sees, optionally only

@@ -101,14 +101,9 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 			return c.notEngaged(req), nil
 		}
 		c.stopWaiting(req)
-		// A reconcile ends with its cluster's engagement: a member declared
-		// disconnected, removed or replaced does not keep the worker that
-		// waits on it.
-		ctx, cancel := context.WithCancel(ctx)
-		stop := context.AfterFunc(engaged, cancel)
+		ctx, release := withEngagement(ctx, engaged)
 		res, err := user.Reconcile(ctx, req)
-		stop()
-		cancel()
+		release()
 		if engaged.Err() != nil && !c.stopping() {
 			return c.disengagedDuring(req, err), nil
 		}
@@ -214,18 +209,35 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 }
 
 // engagement returns the context of this controller's engagement with the
-// cluster, nil when it is not engaged. The host cluster is engaged while the
-// controller runs.
+// cluster, nil when it is not engaged. The host cluster is engaged as long as
+// the controller runs, whose end ends its reconciles anyway: its engagement
+// is one that never ends.
 func (c *mcController[request]) engagement(name multicluster.ClusterName) context.Context {
+	if name == "" {
+		return context.Background()
+	}
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	if e, ok := c.clusters[name]; ok {
 		return e.ctx
 	}
-	if name == "" {
-		return context.Background() // the controller has not started its sources yet
-	}
 	return nil
+}
+
+// withEngagement returns ctx, cancelled also when engaged ends, and the
+// function that releases it. A reconcile ends with its cluster's engagement:
+// a member declared disconnected, removed or replaced does not keep the
+// worker that waits on it.
+func withEngagement(ctx, engaged context.Context) (context.Context, func()) {
+	if engaged.Done() == nil {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(engaged, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
 }
 
 // MultiClusterWatch adds src and, once the controller runs, starts it in every

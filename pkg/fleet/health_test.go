@@ -25,13 +25,7 @@ import (
 // no goroutine is left over.
 func TestChaosOneMemberCutOff(t *testing.T) {
 	const ns = "chaos"
-	for i := 1; i <= 3; i++ {
-		mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(i)), ns)
-	}
-	cut, proxy := proxied(t, 3)
-	p := newConfigProvider(map[multicluster.ClusterName]*rest.Config{
-		"m1": members.Config(1), "m2": members.Config(2), "m3": cut,
-	})
+	p, proxy := threeMembers(t, ns, "m3")
 	health := mcmanager.HealthOptions{Interval: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 3}
 	mgr := mctest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health), mcmanager.WithPerClusterReconcileMetrics(100))
 	rec := &mctest.Recorder{Namespace: ns}

@@ -105,13 +105,7 @@ func (f *firstSeen) missing() ([]mcreconcile.Request, []time.Duration) {
 // before the blackhole and with one worker.
 func TestBlackholedMemberDoesNotStallTheFleet(t *testing.T) {
 	const ns = "isolation"
-	for i := 1; i <= 3; i++ {
-		mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(i)), ns)
-	}
-	holed, proxy := proxied(t, 3)
-	p := newConfigProvider(map[multicluster.ClusterName]*rest.Config{
-		"m1": members.Config(1), "m2": members.Config(2), "holed": holed,
-	})
+	p, proxy := threeMembers(t, ns, "holed")
 	mgr := mctest.NewManager(t, members.Config(0), p)
 	seen := &firstSeen{created: map[mcreconcile.Request]time.Time{}, latency: map[mcreconcile.Request]time.Duration{}}
 	// A status-keeping reconciler: it reads its object live from the member

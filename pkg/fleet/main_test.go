@@ -76,3 +76,16 @@ func proxied(t *testing.T, i int) (*rest.Config, *mctest.Proxy) {
 	cfg.Host = "https://" + proxy.Addr()
 	return cfg, proxy
 }
+
+// threeMembers creates namespace ns in members 1 to 3 and returns a provider
+// of them, named m1, m2 and third; the third is reached through a proxy.
+func threeMembers(t *testing.T, ns, third string) (*configProvider, *mctest.Proxy) {
+	t.Helper()
+	for i := 1; i <= 3; i++ {
+		mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(i)), ns)
+	}
+	proxiedCfg, proxy := proxied(t, 3)
+	return newConfigProvider(map[multicluster.ClusterName]*rest.Config{
+		"m1": members.Config(1), "m2": members.Config(2), third: proxiedCfg,
+	}), proxy
+}

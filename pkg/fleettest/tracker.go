@@ -40,7 +40,7 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 		if time.Now().After(deadline) {
 			t.Fatalf("condition not met within %s: %v", timeout, err)
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 

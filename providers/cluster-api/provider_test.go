@@ -186,10 +186,10 @@ func TestEngageOnReadinessRotateSecretAndDisengage(t *testing.T) {
 	a := e.cluster(t, "a", false, nil)
 	e.create(t, e.secret("a", kcA), e.secret("b", kcB))
 	e.cluster(t, "b", true, nil)
-	expectEngaged(t, e.tracker, map[string]identity{e.name("b"): {2, kcB}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("b"): {Member: 2, Kubeconfig: kcB}})
 
 	e.setReady(t, a, true)
-	first := expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {1, kcA}, e.name("b"): {2, kcB}})
+	first := expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 1, Kubeconfig: kcA}, e.name("b"): {Member: 2, Kubeconfig: kcB}})
 
 	// Secret-only rotation: the Cluster object is unchanged; a is re-engaged
 	// with the new credentials, b is left alone.
@@ -197,7 +197,7 @@ func TestEngageOnReadinessRotateSecretAndDisengage(t *testing.T) {
 	if err := e.host.Update(ctx, e.secret("a", rotated)); err != nil {
 		t.Fatal(err)
 	}
-	second := expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {1, rotated}, e.name("b"): {2, kcB}})
+	second := expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 1, Kubeconfig: rotated}, e.name("b"): {Member: 2, Kubeconfig: kcB}})
 	if second[e.name("a")] == first[e.name("a")] {
 		t.Error("the rotated cluster was not replaced")
 	}
@@ -211,7 +211,7 @@ func TestEngageOnReadinessRotateSecretAndDisengage(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.setReady(t, b, false)
-	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {1, rotated}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 1, Kubeconfig: rotated}})
 
 	// A Cluster being deleted (held by a finalizer, as Cluster API does while
 	// it tears the machines down) is disengaged at once.
@@ -254,7 +254,7 @@ current-context: x
 	for _, name := range []string{"good", "missing", "malformed", "exec", "empty"} {
 		e.cluster(t, name, true, nil)
 	}
-	expectEngaged(t, e.tracker, map[string]identity{e.name("good"): {1, kcGood}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("good"): {Member: 1, Kubeconfig: kcGood}})
 
 	want := map[string]string{
 		"missing":   capi.ReasonKubeconfigMissing,
@@ -279,13 +279,13 @@ current-context: x
 	kcLate := kubeconfig(t, 2, "capi-late")
 	e.create(t, e.secret("late", kcLate))
 	e.cluster(t, "late", true, nil)
-	expectEngaged(t, e.tracker, map[string]identity{e.name("good"): {1, kcGood}, e.name("late"): {2, kcLate}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("good"): {Member: 1, Kubeconfig: kcGood}, e.name("late"): {Member: 2, Kubeconfig: kcLate}})
 
 	// The missing Secret appears: the retry engages it.
 	kcMissing := kubeconfig(t, 2, "capi-missing")
 	e.create(t, e.secret("missing", kcMissing))
 	expectEngaged(t, e.tracker, map[string]identity{
-		e.name("good"): {1, kcGood}, e.name("late"): {2, kcLate}, e.name("missing"): {2, kcMissing},
+		e.name("good"): {Member: 1, Kubeconfig: kcGood}, e.name("late"): {Member: 2, Kubeconfig: kcLate}, e.name("missing"): {Member: 2, Kubeconfig: kcMissing},
 	})
 
 	if err := e.host.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
@@ -325,7 +325,7 @@ func TestPredicatesSelectClusters(t *testing.T) {
 	e.create(t, e.secret("in", kc1), e.secret("out", kc2))
 	e.cluster(t, "out", true, nil)
 	in := e.cluster(t, "in", true, map[string]string{"fleet": "yes"})
-	expectEngaged(t, e.tracker, map[string]identity{e.name("in"): {1, kc1}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("in"): {Member: 1, Kubeconfig: kc1}})
 
 	// A Cluster the predicates stop selecting is disengaged.
 	if err := e.host.Get(ctx, client.ObjectKeyFromObject(in), in); err != nil {
@@ -364,13 +364,13 @@ func TestV1Beta1Clusters(t *testing.T) {
 		}
 	}
 	e.create(t, e.secret("c", kc0))
-	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {0, kc0}, e.name("b"): {1, kc1}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 0, Kubeconfig: kc0}, e.name("b"): {Member: 1, Kubeconfig: kc1}})
 
 	// Deleted: disengaged.
 	if err := e.host.Delete(ctx, &clusterv1beta1.Cluster{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "a"}}); err != nil {
 		t.Fatal(err)
 	}
-	expectEngaged(t, e.tracker, map[string]identity{e.name("b"): {1, kc1}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("b"): {Member: 1, Kubeconfig: kc1}})
 }
 
 func TestUnsupportedObjectToWatch(t *testing.T) {
@@ -406,7 +406,7 @@ func TestCustomIsReady(t *testing.T) {
 	if err := e.host.Status().Update(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {2, kc}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 2, Kubeconfig: kc}})
 }
 
 func TestDeletedSecretDisengages(t *testing.T) {
@@ -416,7 +416,7 @@ func TestDeletedSecretDisengages(t *testing.T) {
 	s := e.secret("a", kc)
 	e.create(t, s)
 	e.cluster(t, "a", true, nil)
-	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {1, kc}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 1, Kubeconfig: kc}})
 
 	// Withdrawn credentials are not used any longer, and the Cluster says why.
 	if err := e.host.Delete(ctx, s); err != nil {

@@ -51,5 +51,5 @@ func TestDocumentedRBACIsEnough(t *testing.T) {
 	kc := kubeconfig(t, 1, "capi-rbac")
 	e.create(t, e.secret("a", kc))
 	e.cluster(t, "a", true, nil)
-	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {1, kc}})
+	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 1, Kubeconfig: kc}})
 }

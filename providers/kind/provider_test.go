@@ -121,7 +121,7 @@ func TestEngagePrefixRemoveAndRecreate(t *testing.T) {
 	})
 	tr := run(t, p)
 
-	first := expectEngaged(t, tr, map[string]identity{"fleet-a": {1, kc1}, "fleet-b": {2, kc2}})
+	first := expectEngaged(t, tr, map[string]identity{"fleet-a": {Member: 1, Kubeconfig: kc1}, "fleet-b": {Member: 2, Kubeconfig: kc2}})
 	qps = first["fleet-a"].GetConfig().QPS
 	if qps != 42 {
 		t.Errorf("RESTOptions not applied: QPS %v, want 42", qps)
@@ -134,7 +134,7 @@ func TestEngagePrefixRemoveAndRecreate(t *testing.T) {
 	// cluster may come back on another port. The new instance replaces the old.
 	recreated := kubeconfig(t, 0, "kind-b-again")
 	l.set("fleet-b", recreated)
-	second := expectEngaged(t, tr, map[string]identity{"fleet-a": {1, kc1}, "fleet-b": {0, recreated}})
+	second := expectEngaged(t, tr, map[string]identity{"fleet-a": {Member: 1, Kubeconfig: kc1}, "fleet-b": {Member: 0, Kubeconfig: recreated}})
 	if second["fleet-b"] == first["fleet-b"] {
 		t.Error("the recreated cluster was not replaced")
 	}
@@ -144,7 +144,7 @@ func TestEngagePrefixRemoveAndRecreate(t *testing.T) {
 
 	// Deleted: disengaged, and Get says so.
 	l.remove("fleet-a")
-	expectEngaged(t, tr, map[string]identity{"fleet-b": {0, recreated}})
+	expectEngaged(t, tr, map[string]identity{"fleet-b": {Member: 0, Kubeconfig: recreated}})
 	fleettest.Eventually(t, time.Minute, func() error {
 		if _, err := p.Get(context.Background(), "fleet-a"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 			return errors.New("Get of a deleted cluster does not wrap ErrClusterNotFound")
@@ -157,7 +157,7 @@ func TestListingErrorsAndBadKubeconfigsKeepTheFleet(t *testing.T) {
 	kc1 := kubeconfig(t, 1, "kind-c")
 	l := &lister{clusters: map[string]string{"good": kc1, "bad": "not: [a kubeconfig"}}
 	tr := run(t, kind.New(kind.Options{Lister: l, Interval: 100 * time.Millisecond}))
-	expectEngaged(t, tr, map[string]identity{"good": {1, kc1}})
+	expectEngaged(t, tr, map[string]identity{"good": {Member: 1, Kubeconfig: kc1}})
 
 	// A failing listing (kind or the container runtime is down) changes nothing.
 	l.fail(errors.New("docker is not running"))
@@ -168,11 +168,11 @@ func TestListingErrorsAndBadKubeconfigsKeepTheFleet(t *testing.T) {
 		}
 		return nil
 	})
-	expectEngaged(t, tr, map[string]identity{"good": {1, kc1}})
+	expectEngaged(t, tr, map[string]identity{"good": {Member: 1, Kubeconfig: kc1}})
 
 	// Once listing works again, new clusters come, including a fixed one.
 	kc2 := kubeconfig(t, 2, "kind-d")
 	l.set("bad", kc2)
 	l.fail(nil)
-	expectEngaged(t, tr, map[string]identity{"good": {1, kc1}, "bad": {2, kc2}})
+	expectEngaged(t, tr, map[string]identity{"good": {Member: 1, Kubeconfig: kc1}, "bad": {Member: 2, Kubeconfig: kc2}})
 }
