@@ -142,7 +142,9 @@ func (b *TypedBuilder[request]) WithClusterNotFoundWrapper(wrap bool) *TypedBuil
 // WithFairQueue chooses whether the controller's queue serves the clusters
 // with work in turn (the default, see mccontroller.FairQueue) or in the order
 // requests come, as controller-runtime's default queue does. A NewQueue set
-// through WithOptions takes precedence.
+// through WithOptions takes precedence. Without the fair queue, nothing keeps
+// one cluster to its share of workers, so MaxConcurrentReconciles defaults to
+// controller-runtime's 1 rather than mccontroller.DefaultMaxConcurrentReconciles.
 func (b *TypedBuilder[request]) WithFairQueue(fair bool) *TypedBuilder[request] {
 	b.fairQueue = fair
 	return b

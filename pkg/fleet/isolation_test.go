@@ -182,20 +182,21 @@ func TestBlackholedMemberDoesNotStallTheFleet(t *testing.T) {
 		proxy.Blackhole()
 		<-stop
 	})
-	// Flapping: answering for 500 ms, then not for 500 ms.
+	// Flapping: not answering for 2 s, then answering for 1 s. Connections
+	// opened in a hole stay hung until the next one cuts them: each of the
+	// member's reconciles may hang for up to 3 s.
 	phase("flapping", func(stop <-chan struct{}) {
-		tick := time.NewTicker(500 * time.Millisecond)
-		defer tick.Stop()
-		for hole := true; ; hole = !hole {
-			if hole {
-				proxy.Blackhole()
-			} else {
-				proxy.SetUp(true)
-			}
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
+		for {
+			for _, step := range []struct {
+				apply func()
+				lasts time.Duration
+			}{{proxy.Blackhole, 2 * time.Second}, {func() { proxy.SetUp(true) }, time.Second}} {
+				step.apply()
+				select {
+				case <-stop:
+					return
+				case <-time.After(step.lasts):
+				}
 			}
 		}
 	})
