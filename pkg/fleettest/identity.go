@@ -4,8 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
-	"maps"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,24 +82,12 @@ func (f *Fleet) ExpectEngagedWith(t testing.TB, tr *Tracker, want map[string]Cre
 		}
 		wantIDs[name] = identityOf(cfg)
 	}
-	var got map[string]cluster.Cluster
-	Eventually(t, DefaultTimeout, func() error {
-		got = tr.Engaged()
-		if len(got) != len(want) {
-			return fmt.Errorf("engaged %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
-		}
-		for name, id := range wantIDs {
-			cl, ok := got[name]
-			if !ok {
-				return fmt.Errorf("%q is not engaged", name)
-			}
-			if g := identityOf(cl.GetConfig()); g != id {
-				return fmt.Errorf("%q reaches %s, want %s", name, g, id)
-			}
+	return expectEngaged(t, tr, want, func(name string, cl cluster.Cluster) error {
+		if g := identityOf(cl.GetConfig()); g != wantIDs[name] {
+			return fmt.Errorf("%q reaches %s, want %s", name, g, wantIDs[name])
 		}
 		return nil
 	})
-	return got
 }
 
 // hostOf strips a server URL down to host and port.

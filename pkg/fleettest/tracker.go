@@ -144,19 +144,31 @@ func MemberOf(ctx context.Context, cl cluster.Cluster) (int, error) {
 // gives for it, and returns them. It fails the test after DefaultTimeout.
 func ExpectEngaged(t testing.TB, tr *Tracker, want map[multicluster.ClusterName]int) map[multicluster.ClusterName]cluster.Cluster {
 	t.Helper()
+	return expectEngaged(t, tr, want, func(name multicluster.ClusterName, cl cluster.Cluster) error {
+		if n, err := MemberOf(context.Background(), cl); err != nil || n != want[name] {
+			return fmt.Errorf("%q reaches member %d (%v), want member %d", name, n, err, want[name])
+		}
+		return nil
+	})
+}
+
+// expectEngaged waits until exactly the clusters named in want are engaged
+// in tr and check accepts each, and returns them.
+func expectEngaged[V any](t testing.TB, tr *Tracker, want map[multicluster.ClusterName]V, check func(multicluster.ClusterName, cluster.Cluster) error) map[multicluster.ClusterName]cluster.Cluster {
+	t.Helper()
 	var got map[multicluster.ClusterName]cluster.Cluster
 	Eventually(t, DefaultTimeout, func() error {
 		got = tr.Engaged()
 		if len(got) != len(want) {
 			return fmt.Errorf("engaged %v, want %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
 		}
-		for name, m := range want {
+		for name := range want {
 			cl, ok := got[name]
 			if !ok {
 				return fmt.Errorf("%q is not engaged", name)
 			}
-			if n, err := MemberOf(context.Background(), cl); err != nil || n != m {
-				return fmt.Errorf("%q reaches member %d (%v), want member %d", name, n, err, m)
+			if err := check(name, cl); err != nil {
+				return err
 			}
 		}
 		return nil
