@@ -3,7 +3,6 @@ package mctest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"net"
@@ -108,25 +107,7 @@ func Req(cluster, namespace, name string) mcreconcile.Request {
 // Start runs mgr until the test ends and fails the test if it returns an error.
 func Start(t testing.TB, mgr mcmanager.Manager) context.CancelFunc {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				if err != nil && !errors.Is(err, context.Canceled) {
-					t.Errorf("manager: %v", err)
-				}
-			case <-time.After(time.Minute):
-				t.Errorf("manager did not stop within a minute")
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return fleettest.RunManager(t, mgr)
 }
 
 // NewManager returns a Multi-Cluster Manager for the host at cfg with the

@@ -1,17 +1,13 @@
 package capi_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,6 +15,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+
 	//lint:ignore SA1019 v1beta1 is deprecated upstream, and supported here for installations that serve nothing newer.
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -33,31 +30,12 @@ import (
 	capi "github.com/mcruntime/multicluster-runtime/providers/cluster-api"
 )
 
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		fmt.Fprintln(&b.buf, prefix, args)
-	}, funcr.Options{Verbosity: 10})
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one test's namespace on a host, and a manager running the provider.
 type env struct {
 	ns      string
 	host    client.Client
 	tracker *fleettest.Tracker
-	logs    *logBuffer
+	logs    *fleettest.LogBuffer
 }
 
 // start creates a namespace on control plane h and runs a manager with a
@@ -86,7 +64,7 @@ func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *r
 	if err := host.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), logs: &logBuffer{}}
+	e := &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), logs: &fleettest.LogBuffer{}}
 
 	opts.Namespaces = []string{e.ns}
 	cfg := fleet.Config(h)
@@ -95,7 +73,7 @@ func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *r
 	}
 	p := capi.New(opts)
 	mgr, err := mcmanager.New(cfg, p, mcmanager.Options{
-		Logger:     e.logs.logger(),
+		Logger:     e.logs.Logger(),
 		Metrics:    server.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -108,24 +86,14 @@ func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *r
 	if err := mgr.Add(e.tracker); err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager returned %v", err)
-			}
-		case <-time.After(time.Minute):
-			t.Error("manager did not stop")
-		}
+	t.Cleanup(func() { // after the manager stopped
 		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)
 		}
 		_ = host.Delete(context.Background(), ns)
 	})
+	fleettest.RunManager(t, mgr)
+
 	return e
 }
 

@@ -1,7 +1,6 @@
 package clusterinventoryapi_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -9,12 +8,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +27,7 @@ import (
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/apis/v1alpha1"
@@ -172,32 +168,13 @@ func pluginProvider(t *testing.T, name string, args ...string) clusterinventorya
 	}
 }
 
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		fmt.Fprintln(&b.buf, prefix, args)
-	}, funcr.Options{Verbosity: 10})
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one test's hub namespace, manager and provider.
 type env struct {
 	ns       string
 	hub      client.Client
 	provider *clusterinventoryapi.Provider
 	tracker  *mctest.Tracker
-	logs     *logBuffer
+	logs     *fleettest.LogBuffer
 }
 
 // start creates a namespace on the hub and runs a manager with a provider
@@ -218,9 +195,9 @@ func start(t *testing.T, opts clusterinventoryapi.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{ns: ns.Name, hub: hub, provider: p, tracker: mctest.NewTracker(), logs: &logBuffer{}}
+	e := &env{ns: ns.Name, hub: hub, provider: p, tracker: mctest.NewTracker(), logs: &fleettest.LogBuffer{}}
 	mgr, err := mcmanager.New(fleet.Config(0), p, mcmanager.Options{
-		Logger:     e.logs.logger(),
+		Logger:     e.logs.Logger(),
 		Metrics:    server.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -233,24 +210,14 @@ func start(t *testing.T, opts clusterinventoryapi.Options) *env {
 	if err := mgr.Add(e.tracker); err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager returned %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Error("manager did not stop")
-		}
+	t.Cleanup(func() { // after the manager stopped
 		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)
 		}
 		_ = hub.Delete(context.Background(), ns)
 	})
+	fleettest.RunManager(t, mgr)
+
 	return e
 }
 

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
 )
@@ -162,12 +163,12 @@ func TestMalformedFileLeavesOthersRunning(t *testing.T) {
 	writeAtomically(t, good, kubeconfig(t, map[string]int{"main": 0}))
 	writeAtomically(t, bad, []byte("apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: [\""+secret+"\"]}}]\n"))
 
-	var logs logBuffer
+	var logs fleettest.LogBuffer
 	p, err := file.New(file.Options{KubeconfigDirs: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := run(t, p, logs.logger())
+	tr := run(t, p, logs.Logger())
 	running := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+main": 0})
 	mctest.Eventually(t, time.Minute, func() error { // the malformed file to be reported
 		if !strings.Contains(logs.String(), bad) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
 )
@@ -40,7 +41,7 @@ func skippedCount(t *testing.T, reason string) float64 {
 }
 
 // waitForLog waits until the captured logs contain every substring.
-func waitForLog(t *testing.T, logs *logBuffer, subs ...string) {
+func waitForLog(t *testing.T, logs *fleettest.LogBuffer, subs ...string) {
 	t.Helper()
 	mctest.Eventually(t, time.Minute, func() error {
 		all := logs.String()
@@ -66,12 +67,12 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	writeAtomically(t, good, kubeconfig(t, map[string]int{"ok": 0}))
 
 	conflicts := skippedCount(t, "name-conflict")
-	logs := &logBuffer{}
+	logs := &fleettest.LogBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{first, second, good}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := run(t, p, logs.logger())
+	tr := run(t, p, logs.Logger())
 	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
 	// The error is quoted in the log line: its quotes are escaped.
 	waitForLog(t, logs, first+`\" context \"b.yaml+c`, second+`\" context \"c`, "several kubeconfig contexts")
@@ -88,7 +89,7 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	// Two contexts of one file that a ClusterName function maps to one name.
 	both := filepath.Join(dir, "both.yaml")
 	writeAtomically(t, both, kubeconfig(t, map[string]int{"east": 0, "west": 1}))
-	logs2 := &logBuffer{}
+	logs2 := &fleettest.LogBuffer{}
 	p2, err := file.New(file.Options{
 		KubeconfigFiles: []string{both, good},
 		ClusterName: func(path, context string) string {
@@ -101,7 +102,7 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, run(t, p2, logs2.logger()), map[multicluster.ClusterName]int{"ok": 0})
+	mctest.ExpectEngaged(t, run(t, p2, logs2.Logger()), map[multicluster.ClusterName]int{"ok": 0})
 	waitForLog(t, logs2, `context \"east\"`, `context \"west\"`, "several kubeconfig contexts")
 }
 
@@ -120,12 +121,12 @@ func TestLargeAndSpecialFilesAreSkipped(t *testing.T) {
 	writeAtomically(t, good, kubeconfig(t, map[string]int{"ok": 0}))
 
 	tooLarge, notRegular := skippedCount(t, "too-large"), skippedCount(t, "not-regular")
-	logs := &logBuffer{}
+	logs := &fleettest.LogBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{large, fifo, good}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := run(t, p, logs.logger())
+	tr := run(t, p, logs.Logger())
 	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
 	waitForLog(t, logs, fmt.Sprintf("%q", large), "more than the limit", fmt.Sprintf("%q", fifo), "not a regular file")
 	if skippedCount(t, "too-large") <= tooLarge || skippedCount(t, "not-regular") <= notRegular {
@@ -133,12 +134,12 @@ func TestLargeAndSpecialFilesAreSkipped(t *testing.T) {
 	}
 
 	// A larger limit is an option.
-	logs2 := &logBuffer{}
+	logs2 := &fleettest.LogBuffer{}
 	p2, err := file.New(file.Options{KubeconfigFiles: []string{large}, MaxKubeconfigSize: 2 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, run(t, p2, logs2.logger()), map[multicluster.ClusterName]int{large + "+large": 1})
+	mctest.ExpectEngaged(t, run(t, p2, logs2.Logger()), map[multicluster.ClusterName]int{large + "+large": 1})
 }
 
 // Names with control characters are refused, with a log line that does not
@@ -149,12 +150,12 @@ func TestInvalidClusterNamesAreRefused(t *testing.T) {
 	writeAtomically(t, path, kubeconfig(t, map[string]int{"ok": 0, "forged\nINFO line": 1, "esc\x1b[2J": 2}))
 
 	invalid := skippedCount(t, "invalid-name")
-	logs := &logBuffer{}
+	logs := &fleettest.LogBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{path}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, run(t, p, logs.logger()), map[multicluster.ClusterName]int{path + "+ok": 0})
+	mctest.ExpectEngaged(t, run(t, p, logs.Logger()), map[multicluster.ClusterName]int{path + "+ok": 0})
 	waitForLog(t, logs, "invalid cluster name")
 	if skippedCount(t, "invalid-name") <= invalid {
 		t.Error("the invalid names were not counted")
@@ -191,7 +192,7 @@ func TestKubeletSymlinkSwapIsFollowed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := run(t, p, (&logBuffer{}).logger())
+	tr := run(t, p, (&fleettest.LogBuffer{}).Logger())
 	name := path + "+member"
 	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{name: 0})
 
@@ -248,12 +249,12 @@ current-context: x
 	for name, data := range files {
 		writeAtomically(t, filepath.Join(dir, name), data)
 	}
-	logs := &logBuffer{}
+	logs := &fleettest.LogBuffer{}
 	p, err := file.New(file.Options{KubeconfigDirs: []string{dir}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	run(t, p, logs.logger())
+	run(t, p, logs.Logger())
 	// Every file has failed at least once (engage retries, or parse errors).
 	subs := make([]string, 0, len(files))
 	for name := range files {
@@ -302,5 +303,5 @@ current-context: x
 		t.Fatal(err)
 	}
 	// The test's working directory is the package's, not dir.
-	mctest.ExpectEngaged(t, run(t, p, (&logBuffer{}).logger()), map[multicluster.ClusterName]int{path + "+x": 1})
+	mctest.ExpectEngaged(t, run(t, p, (&fleettest.LogBuffer{}).Logger()), map[multicluster.ClusterName]int{path + "+x": 1})
 }

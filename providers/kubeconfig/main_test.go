@@ -1,17 +1,11 @@
 package kubeconfig_test
 
 import (
-	"bytes"
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
-	"github.com/go-logr/logr"
-	"github.com/go-logr/logr/funcr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -23,6 +17,7 @@ import (
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
@@ -38,31 +33,12 @@ func TestMain(m *testing.M) {
 	})
 }
 
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) logger() logr.Logger {
-	return funcr.New(func(prefix, args string) {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		fmt.Fprintln(&b.buf, prefix, args)
-	}, funcr.Options{Verbosity: 10})
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // env is one test's host namespace, manager and provider.
 type env struct {
 	ns      string
 	host    client.Client
 	tracker *mctest.Tracker
-	logs    *logBuffer
+	logs    *fleettest.LogBuffer
 }
 
 // start creates a namespace on the host, and runs a manager with a
@@ -90,7 +66,7 @@ func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubecon
 	if err := host.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{ns: ns.Name, host: host, tracker: mctest.NewTracker(), logs: &logBuffer{}}
+	e := &env{ns: ns.Name, host: host, tracker: mctest.NewTracker(), logs: &fleettest.LogBuffer{}}
 
 	cfg := fleet.Config(0)
 	if identity != nil {
@@ -99,7 +75,7 @@ func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubecon
 	opts.Namespace = e.ns
 	p := kubeconfig.New(opts)
 	mgr, err := mcmanager.New(cfg, p, mcmanager.Options{
-		Logger:     e.logs.logger(),
+		Logger:     e.logs.Logger(),
 		Metrics:    server.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})
@@ -112,24 +88,14 @@ func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubecon
 	if err := mgr.Add(e.tracker); err != nil {
 		t.Fatal(err)
 	}
-	mctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(mctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("manager returned %v", err)
-			}
-		case <-time.After(60 * time.Second):
-			t.Error("manager did not stop")
-		}
+	t.Cleanup(func() { // after the manager stopped
 		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)
 		}
 		_ = host.Delete(context.Background(), ns)
 	})
+	fleettest.RunManager(t, mgr)
+
 	return e
 }
 

@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"runtime"
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
@@ -214,11 +216,11 @@ func engageDisengageCycle(b *testing.B, c client.Client, p *Provider, prefix str
 }
 
 func waitFor(b *testing.B, cond func() bool) {
-	deadline := time.Now().Add(time.Minute)
-	for !cond() {
-		if time.Now().After(deadline) {
-			b.Fatal("condition not met within a minute")
+	b.Helper()
+	fleettest.Eventually(b, time.Minute, func() error {
+		if !cond() {
+			return errors.New("condition not met")
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -145,15 +146,7 @@ func startManager(t testing.TB, cfg *rest.Config, setup func(mgr mcmanager.Manag
 	if setup != nil {
 		setup(mgr)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	mctest.Start(t, mgr)
 	return &testEnv{p: p, mgr: mgr, rec: rec}
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 	"k8s.io/client-go/util/workqueue"
@@ -360,19 +361,14 @@ func TestConcurrent(t *testing.T) {
 		}()
 	}
 	pw.Wait()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		q.mu.Lock()
-		idle := len(q.items) == 0 && len(q.processing) == 0 && len(q.clusters) == 0
-		q.mu.Unlock()
-		if idle {
-			break
+		defer q.mu.Unlock()
+		if len(q.items) != 0 || len(q.processing) != 0 || len(q.clusters) != 0 {
+			return fmt.Errorf("queue not drained: %d items, %d in processing, %d clusters", len(q.items), len(q.processing), len(q.clusters))
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("queue not drained")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	q.ShutDown()
 	wg.Wait()
 	if n := overlaps.Load(); n != 0 {
