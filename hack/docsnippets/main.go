@@ -220,7 +220,9 @@ var (
 	inlineCode = regexp.MustCompile("`[^`]*`")
 )
 
-// checkLinks reports relative links to files that do not exist.
+// checkLinks reports relative links to files that do not exist, and links
+// whose #fragment names no heading (or <a id>) of the Markdown file they
+// point at.
 func checkLinks(path, text string) []string {
 	var problems []string
 	inFence := false
@@ -234,14 +236,75 @@ func checkLinks(path, text string) []string {
 		// Code spans are not links: `TypedControllerManagedBy[MyReq](mgr)`.
 		for _, m := range link.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
 			target := m[1]
-			if strings.Contains(target, "://") || strings.HasPrefix(target, "#") || strings.HasPrefix(target, "mailto:") {
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
 				continue
 			}
-			target, _, _ = strings.Cut(target, "#")
-			if _, err := os.Stat(filepath.Join(filepath.Dir(path), filepath.FromSlash(target))); err != nil {
-				problems = append(problems, fmt.Sprintf("%s:%d: broken link %q", path, n+1, m[1]))
+			file, fragment, _ := strings.Cut(target, "#")
+			resolved := path
+			if file != "" {
+				resolved = filepath.Join(filepath.Dir(path), filepath.FromSlash(file))
+				if _, err := os.Stat(resolved); err != nil {
+					problems = append(problems, fmt.Sprintf("%s:%d: broken link %q", path, n+1, m[1]))
+					continue
+				}
+			}
+			if fragment == "" || filepath.Ext(resolved) != ".md" {
+				continue
+			}
+			targetText := text
+			if resolved != path {
+				data, err := os.ReadFile(resolved)
+				if err != nil {
+					problems = append(problems, fmt.Sprintf("%s:%d: link %q: %v", path, n+1, m[1], err))
+					continue
+				}
+				targetText = string(data)
+			}
+			if !anchors(targetText)[fragment] {
+				problems = append(problems, fmt.Sprintf("%s:%d: broken link %q: no such heading", path, n+1, m[1]))
 			}
 		}
 	}
 	return slices.Compact(problems)
+}
+
+var (
+	heading  = regexp.MustCompile(`^#{1,6}\s+(.*?)\s*#*\s*$`)
+	htmlID   = regexp.MustCompile(`<a\s+(?:id|name)="([^"]+)"`)
+	nonSlug  = regexp.MustCompile(`[^\p{L}\p{N}\s_-]`)
+	markdown = strings.NewReplacer("`", "", "*", "")
+)
+
+// anchors returns the fragments a Markdown renderer gives the headings of a
+// page, as GitHub does: lower case, punctuation removed, spaces turned into
+// hyphens, "-1", "-2", ... appended to repeats; and the ids of <a> tags.
+func anchors(text string) map[string]bool {
+	out := map[string]bool{}
+	seen := map[string]int{}
+	inFence := false
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "```") {
+			inFence = !inFence
+		}
+		if inFence {
+			continue
+		}
+		for _, m := range htmlID.FindAllStringSubmatch(line, -1) {
+			out[m[1]] = true
+		}
+		m := heading.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		// Link text counts, not its target: [Fair queueing](x.md) is "fair-queueing".
+		title := link.ReplaceAllString(markdown.Replace(m[1]), "")
+		slug := strings.ReplaceAll(nonSlug.ReplaceAllString(strings.ToLower(title), ""), " ", "-")
+		if k := seen[slug]; k > 0 {
+			out[fmt.Sprintf("%s-%d", slug, k)] = true
+		} else {
+			out[slug] = true
+		}
+		seen[slug]++
+	}
+	return out
 }

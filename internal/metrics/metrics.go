@@ -32,7 +32,7 @@ var (
 	// Disengagements counts engagements that ended, by why.
 	Disengagements = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "multicluster_cluster_disengagements_total",
-		Help: "Engagements that ended, by reason (removed, replaced, unhealthy, stopped, provider-stopped, start-failed, not-owned).",
+		Help: "Engagements that ended, by reason (removed, replaced, unhealthy, stopped, provider-stopped, not-owned).",
 	}, []string{"reason"})
 
 	// Healthy is 1 for a cluster that answered its last probe, 0 otherwise.

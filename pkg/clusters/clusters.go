@@ -19,7 +19,9 @@ import (
 )
 
 // DefaultCacheSyncTimeout bounds the wait for a new cluster's cache when
-// Clusters.CacheSyncTimeout is zero.
+// Clusters.CacheSyncTimeout is zero. It applies to Clusters only: members
+// published through Members are synced by the fleet engine, within
+// fleet.DefaultCacheSyncTimeout (2 minutes; mcmanager.WithClusterStartTimeout).
 const DefaultCacheSyncTimeout = 30 * time.Second
 
 // Clusters keeps a provider's clusters and runs their lifecycle. The zero value
