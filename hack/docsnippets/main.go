@@ -17,7 +17,8 @@
 // markers (make docs). With -check it changes nothing and fails when a
 // snippet differs from its source, when a Go code block of the book is not a
 // snippet, when a snippet name is unknown, or when a relative link of the book
-// points at a file that does not exist (make lint).
+// points at a file that does not exist or at a heading (#fragment) that a
+// Markdown file does not have (make lint).
 package main
 
 import (
