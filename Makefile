@@ -89,6 +89,9 @@ docs-check:
 
 # Benchmark output the plots are drawn from: `make bench | tee $(BENCH_OUTPUT)` refreshes it.
 BENCH_OUTPUT ?= docs/advanced/bench-output.txt
-## plots: draw the book's benchmark plots (SVG) from $(BENCH_OUTPUT).
+# Optional reference run of another revision on the same machine, as label=path
+# (e.g. BENCH_REF=main@1a2b3c=/tmp/bench-main.txt): drawn beside this one.
+BENCH_REF ?=
+## plots: draw the book's benchmark plots (SVG) from $(BENCH_OUTPUT) and $(BENCH_REF).
 plots:
-	@$(GO) run ./hack/benchplot -in $(BENCH_OUTPUT) -out docs/images
+	@$(GO) run ./hack/benchplot -in this=$(BENCH_OUTPUT) $(if $(BENCH_REF),-in $(BENCH_REF)) -out docs/images

@@ -1,16 +1,24 @@
 // Command benchplot draws the book's benchmark plots from the output of
-// `make bench` (go test -bench): one SVG bar chart per metric, one bar per
-// benchmark that reports it, so the figures in docs/advanced/performance.md
-// are the figures of a real run.
+// `make bench` (go test -bench): grouped bar charts with a value axis, units
+// and a legend, one bar per series, so the figures in
+// docs/advanced/performance.md are the figures of a real run and show the
+// references measured beside them.
 //
 //	go run ./hack/benchplot -in docs/advanced/bench-output.txt -out docs/images
+//	go run ./hack/benchplot -in this=new.txt -in main@1a2b3c=old.txt -out docs/images
+//
+// A reference is either measured by the same benchmark and reported under a
+// suffixed unit (reconciles/s-controller-runtime beside reconciles/s-multicluster),
+// or a whole run of another revision given as a second labelled -in, made on
+// the same machine one after the other. Lines that are not benchmark results,
+// and metrics no plot uses, are ignored, so new benchmarks and new metrics do
+// not break the plots.
 package main
 
 import (
 	"bufio"
 	"flag"
 	"fmt"
-	"html"
 	"io"
 	"os"
 	"path/filepath"
@@ -19,53 +27,98 @@ import (
 	"strings"
 )
 
-// DefaultMetrics are the metrics the book plots; each becomes bench-<metric>.svg.
-var DefaultMetrics = []string{
-	"s/all-reconciled",
-	"KB-heap/cluster",
-	"ms-p50/join-first-reconcile",
-	"ms-p99/join-first-reconcile",
-	"ratio",
+// A plot draws metrics of one benchmark family, grouped by a sub-benchmark
+// parameter (or one group when the family has none).
+type plot struct {
+	file   string   // bench-<file>.svg
+	title  string   // what is measured
+	family string   // benchmark name without "Benchmark" and sub-benchmarks
+	axis   string   // value axis title, with its unit
+	xaxis  string   // what the groups are
+	series []series // metrics drawn, in legend order
 }
 
-type point struct {
-	name  string
-	value float64
+type series struct {
+	unit  string // the unit reported by b.ReportMetric
+	label string // legend
 }
+
+// Plots are the book's figures.
+var Plots = []plot{
+	{file: "engage-all-reconciled", family: "Engage", title: "Engaging a fleet: time until every ConfigMap of every cluster is reconciled",
+		axis: "seconds (lower is better)", xaxis: "clusters engaged at once", series: []series{{"s/all-reconciled", "multicluster-runtime"}}},
+	{file: "engage-heap", family: "Engage", title: "Heap per engaged cluster, beyond its cached objects",
+		axis: "KB per cluster (lower is better)", xaxis: "clusters engaged", series: []series{{"KB-heap/cluster", "multicluster-runtime"}}},
+	{file: "engage-join", family: "Engage", title: "One more cluster joining the fleet: engage to first reconcile",
+		axis: "milliseconds (lower is better)", xaxis: "clusters already engaged",
+		series: []series{{"ms-p50/join-first-reconcile", "p50"}, {"ms-p99/join-first-reconcile", "p99"}}},
+	{file: "throughput", family: "Throughput", title: "Creates reconciled per second: 10 clusters beside controller-runtime on one, same run",
+		axis: "reconciles per second (higher is better)", xaxis: "",
+		series: []series{{"reconciles/s-multicluster", "multicluster-runtime, 10 clusters"}, {"reconciles/s-controller-runtime", "controller-runtime, 1 cluster (reference)"}}},
+}
+
+// result is one benchmark line: family, sub-benchmark parameter, metrics.
+type result struct {
+	family, param string
+	metrics       map[string]float64
+}
+
+// inputs is a repeatable -in flag: "path" or "label=path".
+type inputs []string
+
+func (i *inputs) String() string     { return strings.Join(*i, ",") }
+func (i *inputs) Set(v string) error { *i = append(*i, v); return nil }
 
 func main() {
-	in := flag.String("in", "", "benchmark output (default: standard input)")
+	var in inputs
+	flag.Var(&in, "in", "benchmark output, as path or label=path; repeat it for references from other revisions (default: standard input)")
 	out := flag.String("out", "docs/images", "directory for the SVG files")
-	metrics := flag.String("metrics", strings.Join(DefaultMetrics, ","), "comma-separated metric units to plot")
 	flag.Parse()
-	if err := run(*in, *out, strings.Split(*metrics, ",")); err != nil {
+	if err := run(in, *out); err != nil {
 		fmt.Fprintln(os.Stderr, "benchplot:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in, out string, metrics []string) error {
-	r := io.Reader(os.Stdin)
-	if in != "" {
-		f, err := os.Open(in)
+// run1 is one run's results and the label of its revision.
+type run1 struct {
+	label   string
+	results []result
+}
+
+func run(in inputs, out string) error {
+	var runs []run1
+	if len(in) == 0 {
+		rs, err := parse(os.Stdin)
 		if err != nil {
 			return err
 		}
-		defer func() { _ = f.Close() }()
-		r = f
+		runs = append(runs, run1{results: rs})
 	}
-	series, err := parse(r)
-	if err != nil {
-		return err
+	for _, spec := range in {
+		label, path, ok := strings.Cut(spec, "=")
+		if !ok {
+			label, path = "", spec
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		rs, err := parse(f)
+		_ = f.Close()
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		runs = append(runs, run1{label: label, results: rs})
 	}
-	for _, m := range metrics {
-		pts := series[m]
-		if len(pts) == 0 {
-			fmt.Fprintf(os.Stderr, "benchplot: no benchmark reports %q; no plot drawn for it\n", m)
+	for _, p := range Plots {
+		svg, ok := draw(p, runs)
+		if !ok {
+			fmt.Fprintf(os.Stderr, "benchplot: no benchmark reports the metrics of %s; no plot drawn\n", p.file)
 			continue
 		}
-		path := filepath.Join(out, "bench-"+fileName(m)+".svg")
-		if err := os.WriteFile(path, []byte(draw(m, pts)), 0o644); err != nil {
+		path := filepath.Join(out, "bench-"+p.file+".svg")
+		if err := os.WriteFile(path, []byte(svg), 0o644); err != nil {
 			return err
 		}
 		fmt.Println(path)
@@ -73,11 +126,13 @@ func run(in, out string, metrics []string) error {
 	return nil
 }
 
-var benchLine = regexp.MustCompile(`^(Benchmark\S+?)(?:-\d+)?\s+\d+\s+(.*)$`)
+var benchLine = regexp.MustCompile(`^Benchmark([^\s/]+?)(?:/(\S+?))?(?:-\d+)?\s+\d+\s+(.*)$`)
 
-// parse reads "BenchmarkX/sub-2  1  123 ns/op  4.5 unit ..." lines, by metric.
-func parse(r io.Reader) (map[string][]point, error) {
-	series := map[string][]point{}
+// parse reads "BenchmarkX/sub-2  1  123 ns/op  4.5 unit ..." lines. Anything
+// else (headers, logs, PASS) is skipped, and so is a value that is not a
+// number, with the rest of its line kept.
+func parse(r io.Reader) ([]result, error) {
+	var out []result
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -85,51 +140,17 @@ func parse(r io.Reader) (map[string][]point, error) {
 		if m == nil {
 			continue
 		}
-		name := strings.TrimPrefix(m[1], "Benchmark")
-		fields := strings.Fields(m[2])
+		res := result{family: m[1], param: m[2], metrics: map[string]float64{}}
+		fields := strings.Fields(m[3])
 		for i := 0; i+1 < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
 			if err != nil {
-				break
+				i-- // realign on the next number
+				continue
 			}
-			series[fields[i+1]] = append(series[fields[i+1]], point{name: name, value: v})
+			res.metrics[fields[i+1]] = v
 		}
+		out = append(out, res)
 	}
-	return series, sc.Err()
-}
-
-func fileName(metric string) string {
-	return strings.Trim(regexp.MustCompile(`[^A-Za-z0-9]+`).ReplaceAllString(metric, "-"), "-")
-}
-
-// draw renders a horizontal bar chart.
-func draw(metric string, pts []point) string {
-	const (
-		labelW = 330
-		barW   = 380
-		rowH   = 26
-		top    = 40
-	)
-	maxV := 0.0
-	for _, p := range pts {
-		maxV = max(maxV, p.value)
-	}
-	if maxV == 0 {
-		maxV = 1
-	}
-	h := top + rowH*len(pts) + 20
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif" font-size="12">`+"\n",
-		labelW+barW+110, h, labelW+barW+110, h)
-	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="#fff"/>`+"\n")
-	fmt.Fprintf(&b, `<text x="10" y="22" font-size="14" font-weight="bold">%s</text>`+"\n", html.EscapeString(metric))
-	for i, p := range pts {
-		y := top + i*rowH
-		w := p.value / maxV * barW
-		fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="end">%s</text>`+"\n", labelW-8, y+16, html.EscapeString(p.name))
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="%.1f" height="%d" fill="#5b7db1"/>`+"\n", labelW, y+3, w, rowH-8)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%d">%s</text>`+"\n", float64(labelW)+w+6, y+16, strconv.FormatFloat(p.value, 'g', 4, 64))
-	}
-	b.WriteString("</svg>\n")
-	return b.String()
+	return out, sc.Err()
 }
