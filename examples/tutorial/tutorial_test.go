@@ -65,17 +65,21 @@ func TestTutorialBuildsOutsideTheWorkspace(t *testing.T) {
 		}
 		return nil
 	})
-	fleettest.Eventually(t, 30*time.Second, func() error {
-		resp, err := http.Get("http://" + probes + "/readyz")
-		if err != nil {
-			return err
-		}
-		_ = resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("/readyz: %s", resp.Status)
-		}
-		return nil
-	})
+	// The probes the Deployment points at: readiness (the manager's
+	// "clusters" check) and liveness.
+	for _, path := range []string{"/readyz", "/readyz/clusters", "/healthz"} {
+		fleettest.Eventually(t, 30*time.Second, func() error {
+			resp, err := http.Get("http://" + probes + path)
+			if err != nil {
+				return err
+			}
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("%s: %s", path, resp.Status)
+			}
+			return nil
+		})
+	}
 }
 
 // buildTutorial runs the page's shell blocks in a temporary directory, with
@@ -231,6 +235,21 @@ func (c *controller) line(parts ...string) string {
 		}
 	}
 	return ""
+}
+
+// last returns the last line of the log holding every part, or "".
+func (c *controller) last(parts ...string) string {
+	found := ""
+	for line := range strings.SplitSeq(c.String(), "\n") {
+		all := true
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			found = line
+		}
+	}
+	return found
 }
 
 // exited reports whether the process ended, and how.
