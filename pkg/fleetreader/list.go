@@ -215,7 +215,9 @@ func (r *Reader) List(ctx context.Context, list client.ObjectList, opts ...clien
 }
 
 // List reads the objects of type T across the fleet, each with the cluster
-// it came from, in cluster order. Options as for Reader.List. T is a pointer
+// it came from, in the order of cluster names (within a cluster, in the
+// cache's order; answers of a fleet index are sorted by key). Options as for
+// Reader.List. T is a pointer
 // to a typed object (*appsv1.Deployment); for unstructured or metadata-only
 // reads, use Reader.List with an UnstructuredList or PartialObjectMetadataList,
 // which carry their kind.
