@@ -81,6 +81,9 @@ func (r *Reader) attach(m *member, idx *index) {
 		m.mu.Unlock()
 		return
 	}
+	if m.attached == nil {
+		m.attached = map[*index]bool{}
+	}
 	m.attached[idx] = true
 	m.mu.Unlock()
 	inf, err := r.informer(m, idx.key.t, r.prototype(idx.key.t, nil))

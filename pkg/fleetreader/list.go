@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -105,7 +107,17 @@ func (r *Reader) visit(ctx context.Context, k typeKey, newList func() (client.Ob
 		if limit > 0 && n >= limit {
 			break
 		}
-		if !m.live() || !q.accepts(m) || !r.readable(m, k) {
+		if !m.live() || !q.accepts(m) {
+			continue
+		}
+		inf := r.readable(m, k)
+		if inf == nil {
+			continue
+		}
+		if store := directStore(inf, &q.opts); store != nil {
+			if err := visitStore(store, k, q, limit, &n, func(obj runtime.Object) { fn(m, obj) }); err != nil {
+				errs = append(errs, fmt.Errorf("cluster %q: %w", m.name, err))
+			}
 			continue
 		}
 		list, err := newList()
@@ -133,6 +145,54 @@ func (r *Reader) visit(ctx context.Context, k typeKey, newList func() (client.Ob
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// directStore returns the store of a cluster's informer when a list can
+// read it directly, as the cluster's cache would: the informer is
+// client-go's shared index informer itself (a cache that filters its
+// informers, such as the namespace provider's views or a multi-namespace
+// cache, returns wrappers, which are read through the cache's List), and no
+// field selector asks for a per-cluster index. Reading the store saves the
+// cache's conversion of every item into a typed list and back.
+func directStore(inf cache.Informer, opts *client.ListOptions) toolscache.Indexer {
+	if opts.FieldSelector != nil && !opts.FieldSelector.Empty() {
+		return nil
+	}
+	if sii, ok := inf.(toolscache.SharedIndexInformer); ok {
+		return sii.GetIndexer()
+	}
+	return nil
+}
+
+// visitStore lists a cluster's store as controller-runtime's cache reader
+// does: by namespace index, label selector, deep copies with their kind set.
+func visitStore(store toolscache.Indexer, k typeKey, q *listRequest, limit int64, n *int64, fn func(runtime.Object)) error {
+	var items []any
+	if ns := q.opts.Namespace; ns != "" {
+		var err error
+		if items, err = store.ByIndex(toolscache.NamespaceIndex, ns); err != nil {
+			return err
+		}
+	} else {
+		items = store.List()
+	}
+	for _, item := range items {
+		if limit > 0 && *n >= limit {
+			return nil
+		}
+		o, ok := item.(client.Object)
+		if !ok {
+			return fmt.Errorf("cache contained %T, which is not an object", item)
+		}
+		if q.opts.LabelSelector != nil && !q.opts.LabelSelector.Matches(labelSet(o.GetLabels())) {
+			continue
+		}
+		out := o.DeepCopyObject()
+		out.GetObjectKind().SetGroupVersionKind(k.gvk)
+		fn(out)
+		*n++
+	}
+	return nil
 }
 
 // selects applies the namespace and label selector of opts to an object of

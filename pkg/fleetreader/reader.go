@@ -111,7 +111,7 @@ func (r *Reader) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		r.mu.Unlock()
 		return nil
 	}
-	m := &member{name: name, cl: cl, ctx: ctx, informers: map[typeKey]cache.Informer{}, attached: map[*index]bool{}, unsynced: map[typeKey]bool{}}
+	m := &member{name: name, cl: cl, ctx: ctx} // maps are made on first use: a Reader that reads nothing costs little per cluster
 	r.members[name] = m
 	r.publish()
 	types := make(map[typeKey]client.Object, len(r.types))
@@ -209,23 +209,29 @@ func (r *Reader) informer(m *member, k typeKey, obj client.Object) (cache.Inform
 	if prev, ok := m.informers[k]; ok {
 		inf = prev
 	} else {
+		if m.informers == nil {
+			m.informers = map[typeKey]cache.Informer{}
+		}
 		m.informers[k] = inf
 	}
 	m.mu.Unlock()
 	return inf, nil
 }
 
-// readable reports whether m's informer for the type has its initial list;
-// a cluster that has not is left out of reads, logged once per type.
-func (r *Reader) readable(m *member, k typeKey) bool {
+// readable returns m's informer for the type if it has its initial list; a
+// cluster that has not is left out of reads, logged once per type.
+func (r *Reader) readable(m *member, k typeKey) cache.Informer {
 	m.mu.Lock()
 	inf, ok := m.informers[k]
 	m.mu.Unlock()
 	if ok && inf.HasSynced() {
-		return true
+		return inf
 	}
 	m.mu.Lock()
 	logged := m.unsynced[k]
+	if m.unsynced == nil {
+		m.unsynced = map[typeKey]bool{}
+	}
 	m.unsynced[k] = true
 	m.mu.Unlock()
 	if !logged {
@@ -235,7 +241,7 @@ func (r *Reader) readable(m *member, k typeKey) bool {
 		}
 		r.log.Info("Leaving a cluster out of fleet reads until it has the type", "cluster", m.name, "type", k.String(), "reason", reason)
 	}
-	return false
+	return nil
 }
 
 // typeKey identifies a cached type: an informer is per GVK and per form
