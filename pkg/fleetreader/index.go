@@ -212,14 +212,3 @@ func (idx *index) lookup(value string) []hit {
 	})
 	return hits
 }
-
-// size returns the number of (value, object) entries, for tests.
-func (idx *index) size() int {
-	idx.mu.RLock()
-	defer idx.mu.RUnlock()
-	n := 0
-	for _, set := range idx.byValue {
-		n += len(set)
-	}
-	return n
-}
