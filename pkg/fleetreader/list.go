@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -94,7 +95,7 @@ func (r *Reader) visit(ctx context.Context, k typeKey, newList func() (client.Ob
 			if limit > 0 && n >= limit {
 				break
 			}
-			if !q.accepts(h.m) || !selects(&q.opts, h.obj) {
+			if !r.current(h.m) || !q.accepts(h.m) || !selects(&q.opts, h.obj) {
 				continue
 			}
 			fn(h.m, h.obj.DeepCopyObject())
@@ -145,6 +146,15 @@ func (r *Reader) visit(ctx context.Context, k typeKey, newList func() (client.Ob
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// current reports whether m is the engagement read now under its name: while
+// a cluster is replaced by a new engagement of the same name, the entries of
+// the old one are not read beside the new one's.
+func (r *Reader) current(m *member) bool {
+	ms := *r.engaged.Load()
+	i, found := slices.BinarySearchFunc(ms, m.name, func(e *member, name string) int { return strings.Compare(e.name, name) })
+	return found && ms[i] == m && m.live()
 }
 
 // directStore returns the store of a cluster's informer when a list can
