@@ -25,19 +25,20 @@ import (
 // in members 1 and 2 of the test fleet, and returns a manager for them
 // (clusters member-1 and member-2) with a Reader, and a function that starts
 // the manager and returns its stop function.
-func exampleFleet(ns string, perMember ...map[string]string) (mcmanager.Manager, *fleetreader.Reader, func() func(), error) {
+func exampleFleet(prefix string, perMember ...map[string]string) (string, mcmanager.Manager, *fleetreader.Reader, func() func(), error) {
+	ns := fmt.Sprintf("%s-%d", prefix, nsCounter.Add(1))
 	for i, objs := range perMember {
 		c, err := client.New(members.Config(i+1), client.Options{})
 		if err != nil {
-			return nil, nil, nil, err
+			return "", nil, nil, nil, err
 		}
 		if err := c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); err != nil {
-			return nil, nil, nil, err
+			return "", nil, nil, nil, err
 		}
 		for name, owner := range objs {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"owner": owner}}
 			if err := c.Create(context.Background(), cm); err != nil {
-				return nil, nil, nil, err
+				return "", nil, nil, nil, err
 			}
 		}
 	}
@@ -47,11 +48,11 @@ func exampleFleet(ns string, perMember ...map[string]string) (mcmanager.Manager,
 		HealthProbeBindAddress: "0",
 	})
 	if err != nil {
-		return nil, nil, nil, err
+		return "", nil, nil, nil, err
 	}
 	r, err := fleetreader.New(mgr)
 	if err != nil {
-		return nil, nil, nil, err
+		return "", nil, nil, nil, err
 	}
 	start := func() func() {
 		ctx, cancel := context.WithCancel(context.Background())
@@ -59,7 +60,7 @@ func exampleFleet(ns string, perMember ...map[string]string) (mcmanager.Manager,
 		go func() { done <- mgr.Start(ctx) }()
 		return func() { cancel(); <-done }
 	}
-	return mgr, r, start, nil
+	return ns, mgr, r, start, nil
 }
 
 // poll calls f every 50ms until it returns true or 30s pass.
@@ -75,7 +76,7 @@ func poll(f func() bool) bool {
 // List every ConfigMap of a namespace across the fleet, each with the
 // cluster it came from.
 func Example() {
-	_, r, start, err := exampleFleet("example-list", map[string]string{"greeting": "ann"}, map[string]string{"greeting": "ben", "farewell": "ben"})
+	ns, _, r, start, err := exampleFleet("example-list", map[string]string{"greeting": "ann"}, map[string]string{"greeting": "ben", "farewell": "ben"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -90,7 +91,7 @@ func Example() {
 
 	var entries []fleetreader.Entry[*corev1.ConfigMap]
 	poll(func() bool {
-		entries, err = fleetreader.List[*corev1.ConfigMap](ctx, r, client.InNamespace("example-list"))
+		entries, err = fleetreader.List[*corev1.ConfigMap](ctx, r, client.InNamespace(ns))
 		return err == nil && len(entries) == 3
 	})
 	for _, e := range entries {
@@ -105,7 +106,7 @@ func Example() {
 // Look objects up by an indexed field across the fleet: the lookup costs
 // O(matches), whatever the number of clusters.
 func ExampleReader_IndexField() {
-	_, r, start, err := exampleFleet("example-index", map[string]string{"a": "cat", "b": "dog"}, map[string]string{"c": "cat"})
+	ns, _, r, start, err := exampleFleet("example-index", map[string]string{"a": "cat", "b": "dog"}, map[string]string{"c": "cat"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -122,7 +123,7 @@ func ExampleReader_IndexField() {
 
 	var entries []fleetreader.Entry[*corev1.ConfigMap]
 	poll(func() bool {
-		entries, err = fleetreader.List[*corev1.ConfigMap](ctx, r, client.MatchingFields{"data.owner": "cat"}, client.InNamespace("example-index"))
+		entries, err = fleetreader.List[*corev1.ConfigMap](ctx, r, client.MatchingFields{"data.owner": "cat"}, client.InNamespace(ns))
 		return err == nil && len(entries) == 2
 	})
 	for _, e := range entries {
@@ -137,7 +138,7 @@ func ExampleReader_IndexField() {
 // fleet, and any cluster joining or leaving, runs one reconcile of the hub
 // request, which reads the fleet and summarises it.
 func ExampleReader_aggregation() {
-	mgr, r, start, err := exampleFleet("example-agg", map[string]string{"a": "x"}, map[string]string{"b": "x", "c": "x"})
+	ns, mgr, r, start, err := exampleFleet("example-agg", map[string]string{"a": "x"}, map[string]string{"b": "x", "c": "x"})
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -147,7 +148,7 @@ func ExampleReader_aggregation() {
 		return
 	}
 	summaries := make(chan string, 100)
-	summary := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "example-agg", Name: "summary"}}
+	summary := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: "summary"}}
 	err = mcbuilder.ControllerManagedBy(mgr).Named("example-aggregation").
 		WatchesRawSource(mcsource.FanIn(&corev1.ConfigMap{}, summary)).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,8 +24,9 @@ import (
 // seed creates namespace ns in members 1 and 2 and the ConfigMaps named in
 // objs ("1/a" is a in member 1), each with data owner=<value> when given as
 // "1/a=alice".
-func seed(t *testing.T, ns string, objs ...string) {
+func seed(t *testing.T, prefix string, objs ...string) string {
 	t.Helper()
+	ns := fmt.Sprintf("%s-%d", prefix, nsCounter.Add(1)) // -count=N reuses the control planes
 	clients := map[string]client.Client{"1": mctest.NewClient(t, members.Config(1)), "2": mctest.NewClient(t, members.Config(2))}
 	for _, c := range clients {
 		mctest.CreateNamespace(t, c, ns)
@@ -44,14 +46,22 @@ func seed(t *testing.T, ns string, objs ...string) {
 			}
 		}
 	}
+	return ns
 }
 
-// names renders entries as cluster/name, in the order returned.
+var nsCounter atomic.Int32
+
+// names renders entries as cluster/name, checking that clusters come in
+// order; within a cluster, the cache's order, sorted here.
 func names(entries []fleetreader.Entry[*corev1.ConfigMap]) string {
 	out := make([]string, len(entries))
 	for i, e := range entries {
+		if i > 0 && e.Cluster < entries[i-1].Cluster {
+			return fmt.Sprintf("clusters out of order: %s after %s", e.Cluster, entries[i-1].Cluster)
+		}
 		out[i] = e.Cluster + "/" + e.Object.Name
 	}
+	slices.Sort(out)
 	return strings.Join(out, " ")
 }
 
@@ -90,8 +100,7 @@ func twoMembers() map[multicluster.ClusterName]*rest.Config {
 }
 
 func TestListAcrossMembers(t *testing.T) {
-	const ns = "list"
-	seed(t, ns, "1/a", "1/b", "2/c")
+	ns := seed(t, "list", "1/a", "1/b", "2/c")
 	_, r := newReader(t, twoMembers())
 	ctx := context.Background()
 	in := client.InNamespace(ns)
@@ -115,6 +124,7 @@ func TestListAcrossMembers(t *testing.T) {
 	for _, cm := range list.Items {
 		got = append(got, cm.Annotations[fleetreader.ClusterAnnotation]+"/"+cm.Name)
 	}
+	slices.Sort(got) // within a cluster, the cache's order
 	if strings.Join(got, " ") != "m1/a m1/b m2/c" {
 		t.Errorf("List with annotations = %v", got)
 	}
@@ -155,8 +165,7 @@ func owner(obj client.Object) []string {
 }
 
 func TestIndexLookups(t *testing.T) {
-	const ns = "index"
-	seed(t, ns, "1/x=alice", "1/y=bob", "2/z=alice", "2/a=carol")
+	ns := seed(t, "index", "1/x=alice", "1/y=bob", "2/z=alice", "2/a=carol")
 	p := newConfigProvider(twoMembers())
 	mgr := mctest.NewManager(t, members.Config(0), p)
 	r, err := fleetreader.New(mgr)
@@ -173,11 +182,11 @@ func TestIndexLookups(t *testing.T) {
 	mctest.Start(t, mgr)
 
 	byOwner := func(o string) client.MatchingFields { return client.MatchingFields{"owner": o} }
-	expectList(t, r, "m1/x m2/z", byOwner("alice"))
-	expectList(t, r, "m2/a", byOwner("carol"), client.MatchingLabels{"tier": "web"})
-	expectList(t, r, "", byOwner("alice"), client.MatchingLabels{"tier": "web"})
-	expectList(t, r, "m2/z", byOwner("alice"), fleetreader.InClusters("m2"))
-	expectList(t, r, "m1/x", byOwner("alice"), client.Limit(1))
+	expectList(t, r, "m1/x m2/z", byOwner("alice"), client.InNamespace(ns))
+	expectList(t, r, "m2/a", byOwner("carol"), client.MatchingLabels{"tier": "web"}, client.InNamespace(ns))
+	expectList(t, r, "", byOwner("alice"), client.MatchingLabels{"tier": "web"}, client.InNamespace(ns))
+	expectList(t, r, "m2/z", byOwner("alice"), fleetreader.InClusters("m2"), client.InNamespace(ns))
+	expectList(t, r, "m1/x", byOwner("alice"), client.Limit(1), client.InNamespace(ns))
 	expectList(t, r, "", byOwner("alice"), client.InNamespace("elsewhere"))
 
 	// Updates move an object between values; deletes remove it.
@@ -190,12 +199,12 @@ func TestIndexLookups(t *testing.T) {
 	if err := c1.Update(ctx, &y); err != nil {
 		t.Fatal(err)
 	}
-	expectList(t, r, "m1/x m1/y m2/z", byOwner("alice"))
-	expectList(t, r, "", byOwner("bob"))
+	expectList(t, r, "m1/x m1/y m2/z", byOwner("alice"), client.InNamespace(ns))
+	expectList(t, r, "", byOwner("bob"), client.InNamespace(ns))
 	if err := c1.Delete(ctx, &corev1.ConfigMap{ObjectMeta: y.ObjectMeta}); err != nil {
 		t.Fatal(err)
 	}
-	expectList(t, r, "m1/x m2/z", byOwner("alice"))
+	expectList(t, r, "m1/x m2/z", byOwner("alice"), client.InNamespace(ns))
 
 	// An index added while the fleet runs is filled from the caches at once.
 	if err := r.IndexField(ctx, &corev1.ConfigMap{}, "name", func(o client.Object) []string { return []string{o.GetName()} }); err != nil {
@@ -206,8 +215,7 @@ func TestIndexLookups(t *testing.T) {
 }
 
 func TestMemberLeavingTakesItsItems(t *testing.T) {
-	const ns = "leaving"
-	seed(t, ns, "1/a=dave", "2/c=dave")
+	ns := seed(t, "leaving", "1/a=dave", "2/c=dave")
 	p := newConfigProvider(twoMembers())
 	mgr := mctest.NewManager(t, members.Config(0), p)
 	r, err := fleetreader.New(mgr)
@@ -219,11 +227,11 @@ func TestMemberLeavingTakesItsItems(t *testing.T) {
 	}
 	mctest.Start(t, mgr)
 	expectList(t, r, "m1/a m2/c", client.InNamespace(ns))
-	expectList(t, r, "m1/a m2/c", client.MatchingFields{"owner": "dave"})
+	expectList(t, r, "m1/a m2/c", client.MatchingFields{"owner": "dave"}, client.InNamespace(ns))
 
 	p.remove("m2")
 	expectList(t, r, "m1/a", client.InNamespace(ns))
-	expectList(t, r, "m1/a", client.MatchingFields{"owner": "dave"})
+	expectList(t, r, "m1/a", client.MatchingFields{"owner": "dave"}, client.InNamespace(ns))
 	if got := r.Clusters(); !slices.Equal(got, []string{"m1"}) {
 		t.Errorf("Clusters() = %v after m2 left", got)
 	}
@@ -236,12 +244,11 @@ func TestMemberLeavingTakesItsItems(t *testing.T) {
 
 	// Back again: its items return.
 	p.set("m2", members.Config(2))
-	expectList(t, r, "m1/a m2/c", client.MatchingFields{"owner": "dave"})
+	expectList(t, r, "m1/a m2/c", client.MatchingFields{"owner": "dave"}, client.InNamespace(ns))
 }
 
 func TestMemberDisconnectedThenBack(t *testing.T) {
-	const ns = "disconnect"
-	seed(t, ns, "1/a=erin", "2/c=erin")
+	ns := seed(t, "disconnect", "1/a=erin", "2/c=erin")
 	cfg2, proxy := proxied(t, 2)
 	p := newConfigProvider(map[multicluster.ClusterName]*rest.Config{"m1": members.Config(1), "m2": cfg2})
 	health := mcmanager.HealthOptions{Interval: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 2}
@@ -258,9 +265,9 @@ func TestMemberDisconnectedThenBack(t *testing.T) {
 
 	proxy.Cut()
 	expectList(t, r, "m1/a", client.InNamespace(ns))
-	expectList(t, r, "m1/a", client.MatchingFields{"owner": "erin"})
+	expectList(t, r, "m1/a", client.MatchingFields{"owner": "erin"}, client.InNamespace(ns))
 
 	proxy.SetUp(true)
 	expectList(t, r, "m1/a m2/c", client.InNamespace(ns))
-	expectList(t, r, "m1/a m2/c", client.MatchingFields{"owner": "erin"})
+	expectList(t, r, "m1/a m2/c", client.MatchingFields{"owner": "erin"}, client.InNamespace(ns))
 }

@@ -22,8 +22,7 @@ import (
 // Two sharded replicas share six clusters: each reads exactly its own
 // shard, and together they read the whole fleet, each cluster once.
 func TestShardedReplicasReadOnlyTheirShard(t *testing.T) {
-	const ns = "sharded"
-	seed(t, ns, "1/a", "2/c")
+	ns := seed(t, "sharded", "1/a", "2/c")
 	cfgs := map[multicluster.ClusterName]*rest.Config{}
 	for i := 1; i <= 2; i++ {
 		for j := range 3 {
