@@ -69,7 +69,7 @@ func run(secretNamespace string) error {
 // and one source that turns every Deployment event of every member, and
 // every member's arrival and departure, into the one hub request.
 func Setup(ctx context.Context, mgr mcmanager.Manager) error {
-	reader, err := fleetreader.New(mgr)
+	reader, err := mgr.GetFleetReader()
 	if err != nil {
 		return err
 	}

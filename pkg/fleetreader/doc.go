@@ -1,12 +1,14 @@
 // Package fleetreader reads objects across every cluster of the fleet from the
 // caches the controllers already hold: no extra watches, no extra API calls.
 //
-// A Reader is a multicluster.Aware runnable: New adds it to the Multi-Cluster
-// Manager, which engages it with every cluster it engages on this replica.
+// A Reader is a multicluster.Aware runnable: the Multi-Cluster Manager's
+// GetFleetReader creates one on first use (New does the same for any
+// manager) and the manager engages it with every cluster it engages on this
+// replica. A manager that never calls it carries no Reader.
 // Its List and Get have the shape of controller-runtime's client.Reader; the
 // generic List returns each object with the cluster it came from:
 //
-//	r, err := fleetreader.New(mgr)
+//	r, err := mgr.GetFleetReader()
 //	// before or after the manager starts:
 //	err = r.Informer(ctx, &appsv1.Deployment{})
 //	entries, err := fleetreader.List[*appsv1.Deployment](ctx, r, client.MatchingLabels{"app": "web"})

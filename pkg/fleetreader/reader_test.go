@@ -84,9 +84,12 @@ func newReader(t *testing.T, cfgs map[multicluster.ClusterName]*rest.Config, mcO
 	t.Helper()
 	p := newConfigProvider(cfgs)
 	mgr := mctest.NewManager(t, members.Config(0), p, mcOpts...)
-	r, err := fleetreader.New(mgr)
+	r, err := mgr.GetFleetReader()
 	if err != nil {
 		t.Fatal(err)
+	}
+	if again, err := mgr.GetFleetReader(); again != r || err != nil {
+		t.Fatalf("a second GetFleetReader returned %p, %v; want the first reader %p", again, err, r)
 	}
 	if err := r.Informer(context.Background(), &corev1.ConfigMap{}); err != nil {
 		t.Fatal(err)
