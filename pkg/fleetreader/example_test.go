@@ -3,7 +3,6 @@ package fleetreader_test
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -175,7 +174,7 @@ func ExampleReader_aggregation() {
 			select {
 			case last = <-summaries:
 			default:
-				return strings.Contains(last, "member-2:2")
+				return last == "map[member-1:1 member-2:2]"
 			}
 		}
 	})

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -138,6 +139,29 @@ func TestListAcrossMembers(t *testing.T) {
 	if _, ok := a.Annotations[fleetreader.ClusterAnnotation]; ok {
 		t.Errorf("the cache's object of m1/a was annotated: %v", a.Annotations)
 	}
+
+	// Metadata-only reads, declared while the fleet runs: one more informer
+	// per cluster, read through the client.Reader-shaped List.
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMap"))
+	if err := r.Informer(ctx, meta); err != nil {
+		t.Fatal(err)
+	}
+	mctest.Eventually(t, 30*time.Second, func() error {
+		metaList := &metav1.PartialObjectMetadataList{}
+		metaList.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+		if err := r.List(ctx, metaList, in, client.MatchingLabels{"tier": "web"}); err != nil {
+			return err
+		}
+		var got []string
+		for _, m := range metaList.Items {
+			got = append(got, m.Annotations[fleetreader.ClusterAnnotation]+"/"+m.Name+"/"+m.Kind)
+		}
+		if strings.Join(got, " ") != "m1/a/ConfigMap m2/c/ConfigMap" {
+			return fmt.Errorf("metadata List = %v", got)
+		}
+		return nil
+	})
 
 	// Get by cluster and key; a cluster that is not engaged.
 	var c corev1.ConfigMap

@@ -96,7 +96,15 @@ func (c *fanInCluster[object]) Start(ctx context.Context, q workqueue.TypedRateL
 			q.Add(r)
 		}
 	}
-	add()
+	// Arrival: once the cluster's watch has its initial list (so that every
+	// reader of the cluster's cache, engaged with it in the same engagement,
+	// sees it too), even when the list is empty and brings no event. The
+	// goroutine ends at sync or disengagement.
+	go func() {
+		if c.WaitForSync(ctx) == nil {
+			add()
+		}
+	}()
 	context.AfterFunc(ctx, add)
 	return nil
 }
