@@ -206,7 +206,16 @@ func TestIndexLookups(t *testing.T) {
 	if err := r.IndexField(ctx, &corev1.ConfigMap{}, "owner", owner); err == nil {
 		t.Error("indexing the same field twice: no error")
 	}
+	// A field indexed per cluster only (the manager's field indexer) is
+	// answered by each cluster's own index.
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "perCluster", owner); err != nil {
+		t.Fatal(err)
+	}
 	mctest.Start(t, mgr)
+	expectList(t, r, "m1/x m2/z", client.MatchingFields{"perCluster": "alice"}, client.InNamespace(ns))
+	if _, err := fleetreader.List[*corev1.ConfigMap](ctx, r, client.MatchingFields{"unindexed": "alice"}); err == nil || !strings.Contains(err.Error(), `cluster "m1"`) {
+		t.Errorf("List by a field indexed nowhere: %v, want an error naming the cluster", err)
+	}
 
 	byOwner := func(o string) client.MatchingFields { return client.MatchingFields{"owner": o} }
 	expectList(t, r, "m1/x m2/z", byOwner("alice"), client.InNamespace(ns))
