@@ -19,6 +19,7 @@ import (
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleetreader"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -60,6 +61,10 @@ type Manager interface {
 	// GetFieldIndexer returns an indexer that registers an index on the host
 	// cluster and, through the provider, on every provider cluster now and later.
 	GetFieldIndexer() client.FieldIndexer
+
+	// GetFleetReader returns the manager's fleet reader (pkg/fleetreader),
+	// created on first use: List, Get and indexes across every engaged cluster.
+	GetFleetReader() (*fleetreader.Reader, error)
 
 	// Engage engages a cluster with every Aware runnable. Providers call it;
 	// cancelling ctx disengages the cluster.
@@ -147,6 +152,7 @@ type mcManager struct {
 	provider        multicluster.Provider
 	fleet           *fleet.Engine
 	reconcileSeries *metrics.SeriesCap // nil unless WithPerClusterReconcileMetrics
+	fleetReader     fleetReaderOnce
 }
 
 // ReconcileRecorder is implemented by the Multi-Cluster Manager: controllers
