@@ -34,9 +34,14 @@
 // the entry's client.authentication.k8s.io/exec extension in
 // KUBERNETES_EXEC_INFO when provideClusterInfo is set, and refreshes
 // expiring credentials. The command and its arguments always come from the
-// controller's configuration: a profile only selects among them, and a
-// cluster entry that references a local file (certificate-authority) is
-// refused. Credentials and the plugin's output are never logged.
+// controller's configuration: a profile only selects among them. Nor does a
+// profile decide where the credentials go: a cluster entry that references
+// a local file (certificate-authority), or sets proxy-url,
+// insecure-skip-tls-verify or tls-server-name, is refused unless
+// Options.ProfilePolicy allows it, and a server on loopback, link-local, the
+// unspecified address or the hub's own address is refused unless the access
+// provider's AllowedServers lists it (AllowedServers may also restrict every
+// other server). Credentials and the plugin's output are never logged.
 //
 // cmd/serviceaccount-token-plugin is a reference plugin for development and
 // tests: it returns ServiceAccount tokens requested with the operator's own

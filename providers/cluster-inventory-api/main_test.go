@@ -150,7 +150,8 @@ func grantServiceAccount(f *testfleet.Fleet, m int) error {
 }
 
 // pluginProvider is an access provider running the reference plugin with
-// the operator's kubeconfig, written for the test, and extra arguments.
+// the operator's kubeconfig, written for the test, and extra arguments,
+// allowed to send credentials to members 1 and 2.
 func pluginProvider(t *testing.T, name string, args ...string) clusterinventoryapi.AccessProvider {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "operator.kubeconfig")
@@ -158,7 +159,9 @@ func pluginProvider(t *testing.T, name string, args ...string) clusterinventorya
 		t.Fatal(err)
 	}
 	return clusterinventoryapi.AccessProvider{
-		Name: name,
+		Name:           name,
+		AllowedServers: memberServers(), // they are on loopback
+
 		ExecConfig: clientcmdv1.ExecConfig{
 			APIVersion:         "client.authentication.k8s.io/v1",
 			Command:            plugin,

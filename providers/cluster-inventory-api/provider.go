@@ -68,6 +68,11 @@ type Options struct {
 	// Namespace limits the provider to the ClusterProfiles of one namespace.
 	// Default: every namespace.
 	Namespace string
+	// ProfilePolicy says what a profile's cluster entry may ask for beyond
+	// a server and its CA. The zero value refuses proxy-url,
+	// insecure-skip-tls-verify, tls-server-name, local files and servers
+	// on loopback, link-local or the hub's address: see ProfilePolicy.
+	ProfilePolicy ProfilePolicy
 }
 
 // ControlPlaneHealthy reports whether the profile's ControlPlaneHealthy
@@ -186,6 +191,9 @@ func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) er
 		return fmt.Errorf("cluster-inventory-api provider: %w", err)
 	}
 	p.mu.Lock()
+	if p.opts.ProfilePolicy.HubServer == "" {
+		p.opts.ProfilePolicy.HubServer = host.GetConfig().Host
+	}
 	p.client = profiles
 	p.recorder = host.GetEventRecorder(ControllerName)
 	p.log = mgr.GetLogger().WithName("cluster-inventory-api-provider")
@@ -303,7 +311,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		p.warn(ref, ReasonNoAccessProvider, err)
 		return reconcile.Result{}, err
 	}
-	cfg, hash, err := RESTConfig(ap, entry)
+	cfg, hash, err := RESTConfig(ap, entry, p.opts.ProfilePolicy)
 	if err != nil {
 		err = fmt.Errorf("cluster %q: ClusterProfile %s: %w", name, key, err)
 		p.warn(ref, ReasonInvalidProfile, err)
