@@ -51,7 +51,8 @@
 //
 // A cluster is named "<namespace>/<name>" after its profile (NamespacedName).
 // With Options.ClusterName set to ClusterID it is named after the profile's
-// cluster.clusterset.k8s.io property instead; a profile without it is
+// cluster.clusterset.k8s.io property instead; a profile without it, or whose
+// ID is not a valid cluster name (clusters.ValidateClusterName), is
 // reported, and a profile claiming an ID another profile holds waits until
 // that one lets go. Provider.ClusterSet returns the clusterset.k8s.io
 // property of an engaged cluster's profile, and Provider.ProfileOf the
@@ -59,10 +60,13 @@
 //
 // # Failures
 //
-// A profile that names no configured access provider, an invalid cluster
-// entry, or a plugin that fails (non-zero exit, output that is not an
-// ExecCredential) or a server that does not answer is logged and recorded as
-// a Warning Event on the profile, then retried with backoff; a cluster
+// A profile that names no configured access provider, an invalid or refused
+// cluster entry, an invalid cluster name or a cluster ID another profile
+// holds can only be fixed by changing the profile: it is logged and recorded
+// as a Warning Event once, and not retried; reconciling it again to the same
+// failure reports nothing. A plugin that fails (non-zero exit, output that is
+// not an ExecCredential) or a server that does not answer is logged and
+// recorded as a Warning Event on the profile, then retried with backoff; a cluster
 // already running keeps its last good configuration meanwhile. Each cluster
 // is engaged in its own goroutine: one broken profile never holds up the
 // others. A change to a profile's access information (compared by a hash of

@@ -198,7 +198,7 @@ func pemCert(der []byte) []byte {
 
 // createRaw creates a healthy profile offering the access provider ap with
 // the cluster entry c.
-func (e *env) createRaw(t *testing.T, name, ap string, c clientcmdv1.Cluster) *v1alpha1.ClusterProfile {
+func (e *env) createRaw(t testing.TB, name, ap string, c clientcmdv1.Cluster) *v1alpha1.ClusterProfile {
 	t.Helper()
 	cp := e.create(t, profile{name: name, healthy: true})
 	cp.Status.AccessProviders = []v1alpha1.AccessProvider{{Name: ap, Cluster: c}}
