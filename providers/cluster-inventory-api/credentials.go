@@ -39,9 +39,22 @@ type AccessProvider struct {
 	// which are refused unless an entry matches them. This field is an
 	// extension of this library to KEP-5339's format.
 	AllowedServers []string `json:"allowedServers,omitempty"`
+	// ProfileSourcedCLIArgsPolicy says whether the arguments of a profile's
+	// ExtensionAdditionalArgs extension are appended to ExecConfig.Args
+	// (Append) or dropped (Ignore). Default Ignore: a profile's writer is
+	// not trusted with the plugin's command line.
+	ProfileSourcedCLIArgsPolicy CLIArgsPolicy `json:"profileSourcedCLIArgsPolicy,omitempty"`
+	// ProfileSourcedEnvVarsPolicy says what becomes of the variables of a
+	// profile's ExtensionAdditionalEnvs extension: added where
+	// ExecConfig.Env does not set them (AppendIfNotExists), added and
+	// replacing configured ones (Replace), or dropped (Ignore). Default
+	// Ignore.
+	ProfileSourcedEnvVarsPolicy EnvVarsPolicy `json:"profileSourcedEnvVarsPolicy,omitempty"`
 }
 
-// AccessProvidersConfig is the KEP-5339 configuration file:
+// AccessProvidersConfig is the KEP-5339 configuration file (the format of
+// the cluster-inventory-api project's credentials library; unknown fields
+// are an error):
 //
 //	providers:
 //	- name: token
@@ -50,6 +63,8 @@ type AccessProvider struct {
 //	    command: /usr/local/bin/serviceaccount-token-plugin
 //	    args: ["-kubeconfig=/etc/fleet/operator.kubeconfig", "-service-account=fleet-controller"]
 //	    provideClusterInfo: true
+//	  profileSourcedCLIArgsPolicy: Ignore       # or Append
+//	  profileSourcedEnvVarsPolicy: Ignore       # or AppendIfNotExists, Replace
 type AccessProvidersConfig struct {
 	Providers []AccessProvider `json:"providers"`
 }
@@ -88,6 +103,9 @@ func validateAccessProviders(aps []AccessProvider) error {
 			return fmt.Errorf("access provider %q has no execConfig.command", ap.Name)
 		case !slices.Contains(execAPIVersions, ap.ExecConfig.APIVersion):
 			return fmt.Errorf("access provider %q: execConfig.apiVersion %q is not one of %v", ap.Name, ap.ExecConfig.APIVersion, execAPIVersions)
+		}
+		if err := validatePolicies(ap); err != nil {
+			return fmt.Errorf("access provider %q: %w", ap.Name, err)
 		}
 		if err := validateAllowedServers(ap.AllowedServers); err != nil {
 			return fmt.Errorf("access provider %q: %w", ap.Name, err)
@@ -145,6 +163,9 @@ func RESTConfig(ap AccessProvider, entry v1alpha1.AccessProvider, policy Profile
 	exec := ap.ExecConfig.DeepCopy()
 	if exec.InteractiveMode == "" {
 		exec.InteractiveMode = clientcmdv1.NeverExecInteractiveMode
+	}
+	if err := applyProfileSourced(ap, exec, entry.Cluster); err != nil {
+		return nil, "", fmt.Errorf("access provider %q: %w", ap.Name, err)
 	}
 	const name = "cluster"
 	kc := clientcmdv1.Config{
