@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -45,10 +44,6 @@ type Provider = multicluster.Provider
 
 // ClusterName names a cluster of the fleet.
 type ClusterName = multicluster.ClusterName
-
-// SchemeBuilder builds a new Scheme for mapping go types to Kubernetes
-// GroupVersionKinds, as controller-runtime's root alias does.
-type SchemeBuilder = scheme.Builder
 
 // GroupVersion contains the "group" and the "version", which uniquely
 // identifies the API.

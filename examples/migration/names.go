@@ -97,8 +97,8 @@ func ListClusters(ctx context.Context, p *kubeconfig.Provider) (map[multicluster
 func RootAliases() string {
 	// snippet:migration-root-aliases
 	gv := mcr.GroupVersion{Group: "fleet.example.com", Version: "v1"}
-	builder := &mcr.SchemeBuilder{GroupVersion: gv}
+	gr := mcr.GroupResource{Group: gv.Group, Resource: "widgets"}
 	meta := mcr.ObjectMeta{Name: "a"}
 	// end-snippet
-	return fmt.Sprint(builder.GroupVersion, meta.Name)
+	return fmt.Sprint(gv, gr, meta.Name)
 }

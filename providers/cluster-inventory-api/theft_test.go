@@ -75,8 +75,8 @@ func newAttacker(t *testing.T) *attacker {
 	return a
 }
 
-// intercept answers a CONNECT, then reads the tunnelled requests as the
-// server would, counting those that carry credentials.
+// intercept answers a CONNECT, then reads the tunnelled request as the
+// server would, counting it if it carries credentials.
 func (a *attacker) intercept(c net.Conn, certs []tls.Certificate) {
 	defer func() { _ = c.Close() }()
 	_ = c.SetDeadline(time.Now().Add(30 * time.Second))
@@ -94,18 +94,14 @@ func (a *attacker) intercept(c net.Conn, certs []tls.Certificate) {
 	}
 	_, _ = fmt.Fprint(c, "HTTP/1.1 200 Connection established\r\n\r\n")
 	tc := tls.Server(c, &tls.Config{Certificates: certs, NextProtos: []string{"http/1.1"}})
-	tr := bufio.NewReader(tc)
-	for {
-		in, err := http.ReadRequest(tr)
-		if err != nil {
-			return
-		}
-		if in.Header.Get("Authorization") != "" {
-			a.tokens.Add(1)
-		}
-		_, _ = fmt.Fprint(tc, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+	in, err := http.ReadRequest(bufio.NewReader(tc))
+	if err != nil {
 		return
 	}
+	if in.Header.Get("Authorization") != "" {
+		a.tokens.Add(1)
+	}
+	_, _ = fmt.Fprint(tc, "HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
 }
 
 // TestProfilesCannotSteerCredentials writes the profiles an attacker who can
