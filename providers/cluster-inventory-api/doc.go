@@ -43,6 +43,15 @@
 // provider's AllowedServers lists it (AllowedServers may also restrict every
 // other server). Credentials and the plugin's output are never logged.
 //
+// A profile may add arguments and environment variables to the command
+// through the reserved cluster extensions ExtensionAdditionalArgs and
+// ExtensionAdditionalEnvs only as far as the access provider's KEP-5339
+// policies allow: ProfileSourcedCLIArgsPolicy (Append, or Ignore by default)
+// and ProfileSourcedEnvVarsPolicy (AppendIfNotExists, Replace, or Ignore by
+// default). LoadAccessProviders reads the file format of the
+// cluster-inventory-api project's library (the -clusterprofile-provider-file
+// flag of controllers built on it) and refuses unknown fields.
+//
 // cmd/serviceaccount-token-plugin is a reference plugin for development and
 // tests: it returns ServiceAccount tokens requested with the operator's own
 // kubeconfig.
