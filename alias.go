@@ -7,7 +7,9 @@
 package multiclusterruntime
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -42,6 +44,20 @@ type Provider = multicluster.Provider
 
 // ClusterName names a cluster of the fleet.
 type ClusterName = multicluster.ClusterName
+
+// GroupVersion contains the "group" and the "version", which uniquely
+// identifies the API.
+type GroupVersion = schema.GroupVersion
+
+// GroupResource specifies a Group and a Resource, but does not force a
+// version.
+type GroupResource = schema.GroupResource
+
+// TypeMeta describes an individual object in an API response or request.
+type TypeMeta = metav1.TypeMeta
+
+// ObjectMeta is metadata that all persisted resources must have.
+type ObjectMeta = metav1.ObjectMeta
 
 var (
 	// ErrClusterNotFound is wrapped by errors about clusters that are not engaged.

@@ -32,6 +32,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -143,18 +144,21 @@ func loadConfig(path, context string) (*rest.Config, error) {
 
 // parseRules reads RBAC rules from a ClusterRole-like object or a plain list.
 func parseRules(data []byte) ([]rbacv1.PolicyRule, error) {
-	var role struct {
-		Rules []rbacv1.PolicyRule `json:"rules"`
-	}
-	if err := yaml.Unmarshal(data, &role); err == nil && len(role.Rules) > 0 {
-		return role.Rules, nil
-	}
 	var rules []rbacv1.PolicyRule
-	if err := yaml.Unmarshal(data, &rules); err != nil {
+	var object map[string]json.RawMessage
+	if err := yaml.Unmarshal(data, &object); err == nil {
+		raw, ok := object["rules"]
+		if !ok {
+			return nil, errors.New(`the object has no "rules" list`)
+		}
+		if err := json.Unmarshal(raw, &rules); err != nil {
+			return nil, fmt.Errorf(`"rules" is not a list of rules: %w`, err)
+		}
+	} else if err := yaml.Unmarshal(data, &rules); err != nil {
 		return nil, fmt.Errorf("neither an object with a rules list nor a list of rules: %w", err)
 	}
 	if len(rules) == 0 {
-		return nil, errors.New("no rules")
+		return nil, errors.New("the rules list is empty: grant the ServiceAccount at least one rule")
 	}
 	return rules, nil
 }

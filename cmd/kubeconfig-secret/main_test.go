@@ -22,8 +22,17 @@ func TestParseRules(t *testing.T) {
 			t.Fatalf("%s: got %+v", file, rules)
 		}
 	}
-	if _, err := parseRules([]byte("kind: ClusterRole\n")); err == nil {
-		t.Fatal("a file without rules was accepted")
+	for content, want := range map[string]string{
+		"kind: ClusterRole\n":  `no "rules" list`,
+		"rules: []\n":          "the rules list is empty",
+		"[]\n":                 "the rules list is empty",
+		"rules: {verbs: []}\n": `"rules" is not a list of rules`,
+		"- 3\n":                "nor a list of rules",
+	} {
+		_, err := parseRules([]byte(content))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want an error saying %s", content, err, want)
+		}
 	}
 }
 

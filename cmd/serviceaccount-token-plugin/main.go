@@ -24,7 +24,9 @@
 // entry; the entry's client.authentication.k8s.io/exec extension may name the
 // context ({"context": "eu-west-1"}) when several share a server. A server
 // that no context of the operator's kubeconfig names is refused: a profile
-// cannot point the operator's credentials at a server of its choice. The
+// cannot point the operator's credentials at a server of its choice. Nor can
+// it change how they get there: a proxy-url, insecure-skip-tls-verify,
+// tls-server-name or CA other than the context's is refused. The
 // ServiceAccount must exist on the member.
 //
 // The plugin requests a token (TokenRequest, -expiration) and prints an
@@ -35,6 +37,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -51,6 +54,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -107,7 +111,7 @@ func run(args []string, execInfo string, stdout io.Writer) error {
 		}
 	}
 
-	contextName, err := contextFor(*kubeconfig, in.Spec.Cluster.Server, ext.Context)
+	contextName, err := contextFor(*kubeconfig, in.Spec.Cluster, ext.Context)
 	if err != nil {
 		return err
 	}
@@ -147,12 +151,34 @@ func run(args []string, execInfo string, stdout io.Writer) error {
 }
 
 // contextFor returns the context of the kubeconfig whose cluster's server is
-// server: the one named want, or else the only one.
-func contextFor(path, server, want string) (string, error) {
+// the server of cluster: the one named want, or else the only one. The
+// cluster's proxy and TLS settings must be those of the context's cluster
+// (or, for the CA, none), or the token could reach a proxy or a server of
+// the profile writer's choice.
+func contextFor(path string, cluster *clientauthv1.Cluster, want string) (string, error) {
 	kc, err := clientcmd.LoadFromFile(path)
 	if err != nil {
 		return "", fmt.Errorf("loading the operator's kubeconfig: %w", err)
 	}
+	name, err := contextForServer(kc, cluster.Server, want)
+	if err != nil {
+		return "", err
+	}
+	cl := kc.Clusters[kc.Contexts[name].Cluster]
+	switch {
+	case cluster.ProxyURL != cl.ProxyURL:
+		return "", fmt.Errorf("the cluster's proxy-url differs from context %q's: refusing to send a token through it", name)
+	case cluster.InsecureSkipTLSVerify && !cl.InsecureSkipTLSVerify:
+		return "", fmt.Errorf("the cluster sets insecure-skip-tls-verify, context %q does not: refusing to send a token", name)
+	case cluster.TLSServerName != cl.TLSServerName:
+		return "", fmt.Errorf("the cluster's tls-server-name differs from context %q's: refusing to send a token", name)
+	case len(cl.CertificateAuthorityData) > 0 && !bytes.Equal(cluster.CertificateAuthorityData, cl.CertificateAuthorityData):
+		return "", fmt.Errorf("the cluster's certificate-authority-data differs from context %q's: refusing to send a token", name)
+	}
+	return name, nil
+}
+
+func contextForServer(kc *clientcmdapi.Config, server, want string) (string, error) {
 	server = strings.TrimRight(server, "/")
 	var matches []string
 	for name, kctx := range kc.Contexts {

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	clientauthv1 "k8s.io/client-go/pkg/apis/clientauthentication/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -42,9 +43,23 @@ func TestContextForMatchesTheServer(t *testing.T) {
 		{server: "https://a.example:6443", want: "b", fails: true}, // b is not a's server
 		{server: "https://evil.example:6443", fails: true},
 	} {
-		got, err := contextFor(path, tc.server, tc.want)
+		got, err := contextFor(path, &clientauthv1.Cluster{Server: tc.server}, tc.want)
 		if tc.fails != (err != nil) || got != tc.got {
 			t.Errorf("contextFor(%s, %q) = %q, %v", tc.server, tc.want, got, err)
+		}
+	}
+}
+
+func TestContextForRefusesOtherProxyAndTLSSettings(t *testing.T) {
+	path := writeKubeconfig(t, map[string]string{"a": "https://a.example:6443"})
+	for name, c := range map[string]clientauthv1.Cluster{
+		"proxy":       {ProxyURL: "http://127.0.0.1:3128"},
+		"insecure":    {InsecureSkipTLSVerify: true},
+		"server name": {TLSServerName: "attacker.example"},
+	} {
+		c.Server = "https://a.example:6443"
+		if got, err := contextFor(path, &c, ""); err == nil {
+			t.Errorf("%s: context %q chosen for a cluster with other settings", name, got)
 		}
 	}
 }

@@ -5,9 +5,11 @@
 //
 //	kubectl apply -f providers/cluster-inventory-api/config/crd
 //	go build -o /usr/local/bin/serviceaccount-token-plugin ./cmd/serviceaccount-token-plugin
-//	go run ./examples/cluster-inventory-api -access-providers access-providers.yaml
+//	go run ./examples/cluster-inventory-api -clusterprofile-provider-file access-providers.yaml
 //
-// with access-providers.yaml naming the plugin and the operator's kubeconfig
+// (-clusterprofile-provider-file is the flag controllers built on the
+// cluster-inventory-api project's library take; -access-providers is the
+// same), with access-providers.yaml naming the plugin and the operator's kubeconfig
 // (contexts for the members, see cmd/serviceaccount-token-plugin):
 //
 //	providers:
@@ -17,6 +19,7 @@
 //	    command: /usr/local/bin/serviceaccount-token-plugin
 //	    args: ["-kubeconfig=/etc/fleet/operator.kubeconfig", "-service-account=fleet-controller"]
 //	    provideClusterInfo: true
+//	  allowedServers: ["*.fleet.example.com"]   # where its tokens may go
 //
 // A ClusterProfile whose status has the ControlPlaneHealthy condition True
 // and lists "serviceaccount-token" in status.accessProviders, with the
@@ -45,11 +48,13 @@ import (
 
 func main() {
 	ctrl.SetLogger(funcr.New(func(prefix, args string) { fmt.Fprintln(os.Stderr, prefix, args) }, funcr.Options{}))
-	accessProviders := flag.String("access-providers", "", "KEP-5339 access providers file (required)")
+	var accessProviders string
+	flag.StringVar(&accessProviders, "clusterprofile-provider-file", "", "KEP-5339 access providers file (required)")
+	flag.StringVar(&accessProviders, "access-providers", "", "same as -clusterprofile-provider-file")
 	namespace := flag.String("namespace", "", "read ClusterProfiles of this namespace only (default: all)")
 	clusterID := flag.Bool("cluster-id", false, "name clusters after their cluster.clusterset.k8s.io property")
 	flag.Parse()
-	if err := run(*accessProviders, *namespace, *clusterID); err != nil {
+	if err := run(accessProviders, *namespace, *clusterID); err != nil {
 		ctrl.Log.Error(err, "Exiting")
 		os.Exit(1)
 	}
@@ -57,7 +62,7 @@ func main() {
 
 func run(accessProviders, namespace string, clusterID bool) error {
 	if accessProviders == "" {
-		return fmt.Errorf("-access-providers is required")
+		return fmt.Errorf("-clusterprofile-provider-file is required")
 	}
 	aps, err := clusterinventoryapi.LoadAccessProviders(accessProviders)
 	if err != nil {

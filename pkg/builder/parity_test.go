@@ -247,12 +247,24 @@ func TestWithLowPriorityWhenUnchanged(t *testing.T) {
 	}
 }
 
-// Kind(...).WithClusterFilter watches only the clusters the filter accepts.
+// Kind(...).WithClusterFilter watches only the clusters the filter accepts,
+// in both of upstream's forms: chained, and called for its effect.
 func TestKindWithClusterFilter(t *testing.T) {
+	for _, form := range []string{"chained", "for its effect"} {
+		t.Run(form, func(t *testing.T) { testKindWithClusterFilter(t, form == "chained") })
+	}
+}
+
+func testKindWithClusterFilter(t *testing.T, chained bool) {
 	e := newEnv(t)
 	rec := e.recorder()
-	src := mcsource.Kind(&corev1.ConfigMap{}, mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]()).
-		WithClusterFilter(func(name multicluster.ClusterName, _ cluster.Cluster) bool { return name == member(1) })
+	var filter mcsource.ClusterFilterFunc = func(name multicluster.ClusterName, _ cluster.Cluster) bool { return name == member(1) }
+	src := mcsource.Kind(&corev1.ConfigMap{}, mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())
+	if chained {
+		src = src.WithClusterFilter(filter)
+	} else {
+		src.WithClusterFilter(filter)
+	}
 	must(t, e.builder().WatchesRawSource(src).Complete(rec))
 	e.engage(1)
 	e.engage(2)

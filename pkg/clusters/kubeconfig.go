@@ -24,14 +24,29 @@ var ErrKubeconfigRefused = errors.New("kubeconfig refused")
 // KubeconfigPolicy says what a kubeconfig read from the cluster (a Secret, a
 // Cluster API object, an inventory entry) may contain. Whoever can write such
 // an object must not be able to run code in the controller or make it send a
-// local file (its own ServiceAccount token, say) to a server of their choice.
-// The zero value refuses exec plugins, auth-provider plugins and every local
-// file reference.
+// local file (its own ServiceAccount token, say) to a server of their choice,
+// nor steer the credentials it holds through a proxy or past TLS checks of
+// their choice. The zero value refuses exec plugins, auth-provider plugins,
+// every local file reference, proxy-url, insecure-skip-tls-verify and
+// tls-server-name.
 type KubeconfigPolicy struct {
 	// AllowedExecCommands lists the exec credential plugin commands a
 	// kubeconfig may name, compared with the command exactly as written.
 	// Default: none.
 	AllowedExecCommands []string
+	// AllowProxyURL accepts a cluster's proxy-url: whoever writes the
+	// kubeconfig then chooses a proxy that sees every request, credentials
+	// included, unless TLS to the server is verified end to end. Default:
+	// refused.
+	AllowProxyURL bool
+	// AllowInsecureSkipTLSVerify accepts insecure-skip-tls-verify: the
+	// server is then not authenticated, and anyone on the path may receive
+	// the credentials. Default: refused.
+	AllowInsecureSkipTLSVerify bool
+	// AllowTLSServerName accepts tls-server-name, which verifies the
+	// server's certificate against another name than the server's host.
+	// Default: refused.
+	AllowTLSServerName bool
 	// MaxSize bounds the kubeconfig in bytes. Default DefaultMaxKubeconfigSize.
 	MaxSize int
 }
@@ -75,6 +90,15 @@ func (p KubeconfigPolicy) check(cfg *clientcmdapi.Config) error {
 	if c, ok := cfg.Clusters[kctx.Cluster]; ok {
 		if c.CertificateAuthority != "" {
 			refused = append(refused, "cluster certificate-authority (a local file)")
+		}
+		if c.ProxyURL != "" && !p.AllowProxyURL {
+			refused = append(refused, "cluster proxy-url (not allowed by the policy)")
+		}
+		if c.InsecureSkipTLSVerify && !p.AllowInsecureSkipTLSVerify {
+			refused = append(refused, "cluster insecure-skip-tls-verify (not allowed by the policy)")
+		}
+		if c.TLSServerName != "" && !p.AllowTLSServerName {
+			refused = append(refused, "cluster tls-server-name (not allowed by the policy)")
 		}
 	}
 	if u, ok := cfg.AuthInfos[kctx.AuthInfo]; ok {

@@ -35,6 +35,9 @@ func TestUntrustedKubeconfigRefusesCommandsAndFiles(t *testing.T) {
 		"client-cert":   kubeconfigWith("", "    client-certificate: /etc/cert.pem"),
 		"auth-provider": kubeconfigWith("", "    auth-provider: {name: oidc}"),
 		"ca-file":       kubeconfigWith("    certificate-authority: /etc/ca.pem", "    token: abc"),
+		"proxy-url":     kubeconfigWith("    proxy-url: http://127.0.0.1:3128/etc/", "    token: abc"),
+		"insecure":      kubeconfigWith("    insecure-skip-tls-verify: true", "    token: abc"),
+		"server-name":   kubeconfigWith("    tls-server-name: attacker.example/etc/", "    token: abc"),
 	}
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -56,13 +59,18 @@ func TestUntrustedKubeconfigAllowsListedExecAndPlainCredentials(t *testing.T) {
 	if _, err := RESTConfigFromUntrustedKubeconfig(exec, KubeconfigPolicy{AllowedExecCommands: []string{"my-plugin"}}); err != nil {
 		t.Fatalf("allowed exec command refused: %v", err)
 	}
-	plain := kubeconfigWith("    insecure-skip-tls-verify: true", "    token: abcdefghijkl")
+	plain := kubeconfigWith("    certificate-authority-data: \"\"", "    token: abcdefghijkl")
 	cfg, err := RESTConfigFromUntrustedKubeconfig(plain, KubeconfigPolicy{})
 	if err != nil {
 		t.Fatalf("plain kubeconfig refused: %v", err)
 	}
 	if cfg.BearerToken != "abcdefghijkl" || cfg.Host != "https://127.0.0.1:6443" {
 		t.Fatalf("unexpected config: host %q", cfg.Host)
+	}
+	steered := kubeconfigWith("    insecure-skip-tls-verify: true\n    proxy-url: http://127.0.0.1:3128\n    tls-server-name: other", "    token: abcdefghijkl")
+	policy := KubeconfigPolicy{AllowProxyURL: true, AllowInsecureSkipTLSVerify: true, AllowTLSServerName: true}
+	if cfg, err := RESTConfigFromUntrustedKubeconfig(steered, policy); err != nil || !cfg.Insecure || cfg.Proxy == nil || cfg.ServerName != "other" {
+		t.Fatalf("proxy and TLS settings allowed by the policy: %v", err)
 	}
 	if _, err := RESTConfigFromUntrustedKubeconfig(plain, KubeconfigPolicy{MaxSize: 10}); !errors.Is(err, ErrKubeconfigRefused) {
 		t.Fatalf("oversized kubeconfig: want ErrKubeconfigRefused, got %v", err)

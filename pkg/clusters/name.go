@@ -18,8 +18,8 @@ var ErrInvalidClusterName = errors.New("invalid cluster name")
 // ValidateClusterName checks a cluster name derived from input (a file path, a
 // context, a Secret, an inventory object): not empty, at most
 // MaxClusterNameLength bytes of valid UTF-8, without control or invisible
-// formatting characters (newlines, terminal escapes, bidirectional
-// overrides) that would forge log lines or disguise one name as another.
+// formatting characters (newlines, line and paragraph separators, terminal
+// escapes, bidirectional overrides) that would forge log lines or disguise one name as another.
 // Errors quote the name with escapes, never raw.
 func ValidateClusterName(name string) error {
 	switch {
@@ -31,7 +31,7 @@ func ValidateClusterName(name string) error {
 		return fmt.Errorf("%w: %q is not valid UTF-8", ErrInvalidClusterName, name)
 	}
 	for _, r := range name {
-		if unicode.IsControl(r) || unicode.Is(unicode.Cf, r) {
+		if unicode.IsControl(r) || unicode.In(r, unicode.Cf, unicode.Zl, unicode.Zp) {
 			return fmt.Errorf("%w: %q contains the control or formatting character %U", ErrInvalidClusterName, name, r)
 		}
 	}

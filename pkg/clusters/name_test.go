@@ -23,6 +23,8 @@ func TestValidateClusterName(t *testing.T) {
 		"nul\x00",
 		"bidi\u202eeman",
 		"zero\u200bwidth",
+		"line\u2028separator",
+		"paragraph\u2029separator",
 		"bad-utf8\xff",
 	} {
 		err := clusters.ValidateClusterName(bad)

@@ -32,6 +32,18 @@ func Lift[object client.Object](h handler.TypedEventHandler[object, reconcile.Re
 	}
 }
 
+// TypedLift is Lift under the upstream design's name for typed handlers.
+func TypedLift[object client.Object](h handler.TypedEventHandler[object, reconcile.Request]) TypedEventHandlerFunc[object, mcreconcile.Request] {
+	return Lift(h)
+}
+
+// ForCluster returns the handler h lifted for one cluster: the requests it
+// enqueues are tagged with name. It is Lift(h)(name, cl), in the upstream
+// design's shape.
+func ForCluster[object client.Object](name multicluster.ClusterName, h handler.TypedEventHandler[object, reconcile.Request]) handler.TypedEventHandler[object, mcreconcile.Request] {
+	return &lifted[object]{name: name, inner: h}
+}
+
 // LiftFactory is Lift for handlers built per cluster.
 func LiftFactory[object client.Object](build func(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[object, reconcile.Request]) TypedEventHandlerFunc[object, mcreconcile.Request] {
 	return func(name multicluster.ClusterName, cl cluster.Cluster) handler.TypedEventHandler[object, mcreconcile.Request] {

@@ -49,20 +49,25 @@ type TypedKindSource[object client.Object, request comparable] struct {
 
 var _ TypedSource[mcreconcile.Request] = &KindSource[client.Object]{}
 
-// WithClusterFilter returns a copy of the source that watches only the
-// clusters filter accepts (the host is offered under the name ""). It is the
-// per-source counterpart of WithEngageOptions' Filter, in the shape users of
-// the upstream design know: mcsource.Kind(obj, h).WithClusterFilter(f).
-func (k *TypedKindSource[object, request]) WithClusterFilter(filter ClusterFilter) *TypedKindSource[object, request] {
-	c := *k
-	c.filter = filter
-	return &c
+// WithClusterFilter makes the source watch only the clusters filter accepts
+// (the host is offered under the name "") and returns it. It is the
+// per-source counterpart of WithEngageOptions' Filter, with the upstream
+// design's semantics: it sets the filter on the source, so both
+// mcsource.Kind(obj, h).WithClusterFilter(f) and src.WithClusterFilter(f)
+// called for its effect filter src. A nil filter accepts every cluster. On
+// a nil source it returns an empty source, whose ForCluster fails.
+func (k *TypedKindSource[object, request]) WithClusterFilter(filter ClusterFilterFunc) *TypedKindSource[object, request] {
+	if k == nil {
+		return &TypedKindSource[object, request]{filter: filter}
+	}
+	k.filter = filter
+	return k
 }
 
 // ForCluster returns the cluster's watch on the object type.
 func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[request], error) {
-	if k.handler == nil {
-		return nil, errors.New("mcsource.Kind: no handler")
+	if k == nil || k.handler == nil {
+		return nil, errors.New("mcsource.Kind: no handler (a source not made by Kind or TypedKind)")
 	}
 	if k.filter != nil && !k.filter(name, cl) {
 		return nil, nil

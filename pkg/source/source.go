@@ -38,6 +38,9 @@ var _ Source = Func(nil)
 // is offered under the name "".
 type ClusterFilter func(name multicluster.ClusterName, cl cluster.Cluster) bool
 
+// ClusterFilterFunc is ClusterFilter under the upstream design's name.
+type ClusterFilterFunc = ClusterFilter
+
 // EngageOptions decide which clusters a source watches.
 type EngageOptions struct {
 	// LocalCluster makes the source watch the host cluster. Default false.

@@ -30,9 +30,31 @@ type AccessProvider struct {
 	// client.authentication.k8s.io/exec extension) in KUBERNETES_EXEC_INFO.
 	// interactiveMode defaults to Never: a controller has no terminal.
 	ExecConfig clientcmdv1.ExecConfig `json:"execConfig"`
+	// AllowedServers restricts the servers this provider's credentials may
+	// be sent to: each entry is a CIDR (10.0.0.0/8, matching servers given
+	// as an IP address) or a host pattern, with or without a port, where *
+	// matches any run of characters, dots included ("*.eks.amazonaws.com",
+	// "api.example.com:6443"). Default: any server but loopback, link-local
+	// and unspecified addresses, "localhost" and the hub's own address,
+	// which are refused unless an entry matches them. This field is an
+	// extension of this library to KEP-5339's format.
+	AllowedServers []string `json:"allowedServers,omitempty"`
+	// ProfileSourcedCLIArgsPolicy says whether the arguments of a profile's
+	// ExtensionAdditionalArgs extension are appended to ExecConfig.Args
+	// (Append) or dropped (Ignore). Default Ignore: a profile's writer is
+	// not trusted with the plugin's command line.
+	ProfileSourcedCLIArgsPolicy CLIArgsPolicy `json:"profileSourcedCLIArgsPolicy,omitempty"`
+	// ProfileSourcedEnvVarsPolicy says what becomes of the variables of a
+	// profile's ExtensionAdditionalEnvs extension: added where
+	// ExecConfig.Env does not set them (AppendIfNotExists), added and
+	// replacing configured ones (Replace), or dropped (Ignore). Default
+	// Ignore.
+	ProfileSourcedEnvVarsPolicy EnvVarsPolicy `json:"profileSourcedEnvVarsPolicy,omitempty"`
 }
 
-// AccessProvidersConfig is the KEP-5339 configuration file:
+// AccessProvidersConfig is the KEP-5339 configuration file (the format of
+// the cluster-inventory-api project's credentials library; unknown fields
+// are an error):
 //
 //	providers:
 //	- name: token
@@ -41,6 +63,8 @@ type AccessProvider struct {
 //	    command: /usr/local/bin/serviceaccount-token-plugin
 //	    args: ["-kubeconfig=/etc/fleet/operator.kubeconfig", "-service-account=fleet-controller"]
 //	    provideClusterInfo: true
+//	  profileSourcedCLIArgsPolicy: Ignore       # or Append
+//	  profileSourcedEnvVarsPolicy: Ignore       # or AppendIfNotExists, Replace
 type AccessProvidersConfig struct {
 	Providers []AccessProvider `json:"providers"`
 }
@@ -80,6 +104,12 @@ func validateAccessProviders(aps []AccessProvider) error {
 		case !slices.Contains(execAPIVersions, ap.ExecConfig.APIVersion):
 			return fmt.Errorf("access provider %q: execConfig.apiVersion %q is not one of %v", ap.Name, ap.ExecConfig.APIVersion, execAPIVersions)
 		}
+		if err := validatePolicies(ap); err != nil {
+			return fmt.Errorf("access provider %q: %w", ap.Name, err)
+		}
+		if err := validateAllowedServers(ap.AllowedServers); err != nil {
+			return fmt.Errorf("access provider %q: %w", ap.Name, err)
+		}
 		seen[ap.Name] = true
 	}
 	return nil
@@ -118,16 +148,24 @@ func SelectAccessProvider(profile *v1alpha1.ClusterProfile, configured []AccessP
 }
 
 // RESTConfig builds the rest.Config for a profile's access provider entry:
-// the entry's cluster (server, CA data, proxy URL, TLS server name and the
+// the entry's cluster (server, CA data, and the
 // client.authentication.k8s.io/exec extension) authenticated by the
 // configured exec plugin, through client-go's kubeconfig loading and exec
 // credential support. The cluster entry is untrusted: a certificate-authority
-// file reference is refused, and only the configured command may run. It
+// file reference is refused, proxy-url, insecure-skip-tls-verify and
+// tls-server-name are refused unless policy allows them, the server must be
+// one the access provider's credentials may go to (AllowedServers; never
+// loopback, link-local or the hub unless listed there), and only the
+// configured command may run. The plugin, given provideClusterInfo, sees the
+// server, CA, proxy and TLS settings the credentials will be sent with. It
 // also returns a hash of everything the configuration depends on.
-func RESTConfig(ap AccessProvider, entry v1alpha1.AccessProvider) (*rest.Config, string, error) {
+func RESTConfig(ap AccessProvider, entry v1alpha1.AccessProvider, policy ProfilePolicy) (*rest.Config, string, error) {
 	exec := ap.ExecConfig.DeepCopy()
 	if exec.InteractiveMode == "" {
 		exec.InteractiveMode = clientcmdv1.NeverExecInteractiveMode
+	}
+	if err := applyProfileSourced(ap, exec, entry.Cluster); err != nil {
+		return nil, "", fmt.Errorf("access provider %q: %w", ap.Name, err)
 	}
 	const name = "cluster"
 	kc := clientcmdv1.Config{
@@ -142,14 +180,24 @@ func RESTConfig(ap AccessProvider, entry v1alpha1.AccessProvider) (*rest.Config,
 	if err != nil {
 		return nil, "", fmt.Errorf("access provider %q: encoding the cluster entry: %w", ap.Name, err)
 	}
+	if entry.Cluster.Server == "" {
+		return nil, "", fmt.Errorf("access provider %q: the cluster entry has no server", ap.Name)
+	}
+	checkDial, err := serverCheck{allowed: ap.AllowedServers, hub: hubHostPort(policy.HubServer)}.check(entry.Cluster.Server)
+	if err != nil {
+		return nil, "", fmt.Errorf("access provider %q: %w", ap.Name, err)
+	}
 	cfg, err := pkgclusters.RESTConfigFromUntrustedKubeconfig(data, pkgclusters.KubeconfigPolicy{
-		AllowedExecCommands: []string{exec.Command},
+		AllowedExecCommands:        []string{exec.Command},
+		AllowProxyURL:              policy.AllowProxyURL,
+		AllowInsecureSkipTLSVerify: policy.AllowInsecureSkipTLSVerify,
+		AllowTLSServerName:         policy.AllowTLSServerName,
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("access provider %q: %w", ap.Name, err)
 	}
-	if cfg.Host == "" {
-		return nil, "", fmt.Errorf("access provider %q: the cluster entry has no server", ap.Name)
+	if checkDial && entry.Cluster.ProxyURL == "" {
+		guardDial(cfg)
 	}
 	sum := sha256.Sum256(data)
 	return cfg, hex.EncodeToString(sum[:]), nil

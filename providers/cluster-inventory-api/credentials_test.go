@@ -100,7 +100,11 @@ func TestRESTConfigUsesTheConfiguredPluginAndPassesTheExtension(t *testing.T) {
 			Extension: runtime.RawExtension{Raw: []byte(`{"audience":"fleet"}`)},
 		}},
 	}}
-	cfg, hash, err := clusterinventoryapi.RESTConfig(ap, entry)
+	// proxy-url is refused unless the policy allows it.
+	if _, _, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{}); !errors.Is(err, pkgclusters.ErrKubeconfigRefused) || !strings.Contains(err.Error(), "proxy-url") {
+		t.Errorf("a profile's proxy-url was not refused by default: %v", err)
+	}
+	cfg, hash, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{AllowProxyURL: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,17 +124,61 @@ func TestRESTConfigUsesTheConfiguredPluginAndPassesTheExtension(t *testing.T) {
 
 	// The hash follows the access information.
 	entry.Cluster.Server = "https://elsewhere.example:6443"
-	if _, other, err := clusterinventoryapi.RESTConfig(ap, entry); err != nil || other == hash {
+	if _, other, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{AllowProxyURL: true}); err != nil || other == hash {
 		t.Errorf("a new server keeps the hash (%v)", err)
 	}
 
 	// A cluster entry may not make the controller read a local file.
 	entry.Cluster.CertificateAuthority = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-	if _, _, err := clusterinventoryapi.RESTConfig(ap, entry); !errors.Is(err, pkgclusters.ErrKubeconfigRefused) {
+	if _, _, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{AllowProxyURL: true}); !errors.Is(err, pkgclusters.ErrKubeconfigRefused) {
 		t.Errorf("a certificate-authority file was accepted: %v", err)
 	}
 	entry.Cluster.CertificateAuthority, entry.Cluster.Server = "", ""
-	if _, _, err := clusterinventoryapi.RESTConfig(ap, entry); err == nil {
+	if _, _, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{AllowProxyURL: true}); err == nil {
 		t.Error("a cluster entry without a server was accepted")
+	}
+}
+
+func TestRESTConfigDecidesWhereCredentialsGo(t *testing.T) {
+	ap := clusterinventoryapi.AccessProvider{Name: "token", ExecConfig: echo("client.authentication.k8s.io/v1", "{}")}
+	restricted := ap
+	restricted.AllowedServers = []string{"10.0.0.0/8", "*.fleet.example", "api.example.com:6443", "127.0.0.1:6443"}
+	hub := clusterinventoryapi.ProfilePolicy{HubServer: "https://hub.example:6443"}
+	for _, tc := range []struct {
+		ap      clusterinventoryapi.AccessProvider
+		cluster clientcmdv1.Cluster
+		policy  clusterinventoryapi.ProfilePolicy
+		refused string // part of the error, "" if accepted
+	}{
+		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443"}, hub, ""},
+		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", InsecureSkipTLSVerify: true}, hub, "insecure-skip-tls-verify"},
+		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", InsecureSkipTLSVerify: true}, clusterinventoryapi.ProfilePolicy{AllowInsecureSkipTLSVerify: true}, ""},
+		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", TLSServerName: "other"}, hub, "tls-server-name"},
+		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", TLSServerName: "other"}, clusterinventoryapi.ProfilePolicy{AllowTLSServerName: true}, ""},
+		{ap, clientcmdv1.Cluster{Server: "http://member.example:6443"}, hub, "not https"},
+		{ap, clientcmdv1.Cluster{Server: "https://127.0.0.1:6443"}, hub, "loopback"},
+		{ap, clientcmdv1.Cluster{Server: "https://[::1]"}, hub, "loopback"},
+		{ap, clientcmdv1.Cluster{Server: "https://localhost:8443"}, hub, "loopback"},
+		{ap, clientcmdv1.Cluster{Server: "https://169.254.169.254"}, hub, "link-local"},
+		{ap, clientcmdv1.Cluster{Server: "https://[fe80::1]:443"}, hub, "link-local"},
+		{ap, clientcmdv1.Cluster{Server: "https://0.0.0.0:6443"}, hub, "unspecified"},
+		{ap, clientcmdv1.Cluster{Server: "https://HUB.example:6443"}, hub, "hub"},
+		{ap, clientcmdv1.Cluster{Server: "https://hub.example:7443"}, hub, ""},
+		{restricted, clientcmdv1.Cluster{Server: "https://10.1.2.3:6443"}, hub, ""},
+		{restricted, clientcmdv1.Cluster{Server: "https://11.1.2.3:6443"}, hub, "allowedServers"},
+		{restricted, clientcmdv1.Cluster{Server: "https://eu.fleet.example"}, hub, ""},
+		{restricted, clientcmdv1.Cluster{Server: "https://eu.fleet.example.attacker.net"}, hub, "allowedServers"},
+		{restricted, clientcmdv1.Cluster{Server: "https://api.example.com:6443"}, hub, ""},
+		{restricted, clientcmdv1.Cluster{Server: "https://api.example.com:443"}, hub, "allowedServers"},
+		{restricted, clientcmdv1.Cluster{Server: "https://127.0.0.1:6443"}, hub, ""}, // listed explicitly
+		{restricted, clientcmdv1.Cluster{Server: "https://127.0.0.1:6444"}, hub, "allowedServers"},
+	} {
+		_, _, err := clusterinventoryapi.RESTConfig(tc.ap, v1alpha1.AccessProvider{Name: "token", Cluster: tc.cluster}, tc.policy)
+		switch {
+		case tc.refused == "" && err != nil:
+			t.Errorf("%s (allowed %v): refused: %v", tc.cluster.Server, tc.ap.AllowedServers, err)
+		case tc.refused != "" && (err == nil || !strings.Contains(err.Error(), tc.refused)):
+			t.Errorf("%s (allowed %v): %v, want an error about %s", tc.cluster.Server, tc.ap.AllowedServers, err, tc.refused)
+		}
 	}
 }

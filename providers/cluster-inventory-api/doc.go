@@ -34,9 +34,23 @@
 // the entry's client.authentication.k8s.io/exec extension in
 // KUBERNETES_EXEC_INFO when provideClusterInfo is set, and refreshes
 // expiring credentials. The command and its arguments always come from the
-// controller's configuration: a profile only selects among them, and a
-// cluster entry that references a local file (certificate-authority) is
-// refused. Credentials and the plugin's output are never logged.
+// controller's configuration: a profile only selects among them. Nor does a
+// profile decide where the credentials go: a cluster entry that references
+// a local file (certificate-authority), or sets proxy-url,
+// insecure-skip-tls-verify or tls-server-name, is refused unless
+// Options.ProfilePolicy allows it, and a server on loopback, link-local, the
+// unspecified address or the hub's own address is refused unless the access
+// provider's AllowedServers lists it (AllowedServers may also restrict every
+// other server). Credentials and the plugin's output are never logged.
+//
+// A profile may add arguments and environment variables to the command
+// through the reserved cluster extensions ExtensionAdditionalArgs and
+// ExtensionAdditionalEnvs only as far as the access provider's KEP-5339
+// policies allow: ProfileSourcedCLIArgsPolicy (Append, or Ignore by default)
+// and ProfileSourcedEnvVarsPolicy (AppendIfNotExists, Replace, or Ignore by
+// default). LoadAccessProviders reads the file format of the
+// cluster-inventory-api project's library (the -clusterprofile-provider-file
+// flag of controllers built on it) and refuses unknown fields.
 //
 // cmd/serviceaccount-token-plugin is a reference plugin for development and
 // tests: it returns ServiceAccount tokens requested with the operator's own
@@ -46,7 +60,8 @@
 //
 // A cluster is named "<namespace>/<name>" after its profile (NamespacedName).
 // With Options.ClusterName set to ClusterID it is named after the profile's
-// cluster.clusterset.k8s.io property instead; a profile without it is
+// cluster.clusterset.k8s.io property instead; a profile without it, or whose
+// ID is not a valid cluster name (clusters.ValidateClusterName), is
 // reported, and a profile claiming an ID another profile holds waits until
 // that one lets go. Provider.ClusterSet returns the clusterset.k8s.io
 // property of an engaged cluster's profile, and Provider.ProfileOf the
@@ -54,10 +69,13 @@
 //
 // # Failures
 //
-// A profile that names no configured access provider, an invalid cluster
-// entry, or a plugin that fails (non-zero exit, output that is not an
-// ExecCredential) or a server that does not answer is logged and recorded as
-// a Warning Event on the profile, then retried with backoff; a cluster
+// A profile that names no configured access provider, an invalid or refused
+// cluster entry, an invalid cluster name or a cluster ID another profile
+// holds can only be fixed by changing the profile: it is logged and recorded
+// as a Warning Event once, and not retried; reconciling it again to the same
+// failure reports nothing. A plugin that fails (non-zero exit, output that is
+// not an ExecCredential) or a server that does not answer is logged and
+// recorded as a Warning Event on the profile, then retried with backoff; a cluster
 // already running keeps its last good configuration meanwhile. Each cluster
 // is engaged in its own goroutine: one broken profile never holds up the
 // others. A change to a profile's access information (compared by a hash of

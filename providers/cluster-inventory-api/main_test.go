@@ -150,15 +150,18 @@ func grantServiceAccount(f *testfleet.Fleet, m int) error {
 }
 
 // pluginProvider is an access provider running the reference plugin with
-// the operator's kubeconfig, written for the test, and extra arguments.
-func pluginProvider(t *testing.T, name string, args ...string) clusterinventoryapi.AccessProvider {
+// the operator's kubeconfig, written for the test, and extra arguments,
+// allowed to send credentials to members 1 and 2.
+func pluginProvider(t testing.TB, name string, args ...string) clusterinventoryapi.AccessProvider {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "operator.kubeconfig")
 	if err := os.WriteFile(path, operatorKubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return clusterinventoryapi.AccessProvider{
-		Name: name,
+		Name:           name,
+		AllowedServers: memberServers(), // they are on loopback
+
 		ExecConfig: clientcmdv1.ExecConfig{
 			APIVersion:         "client.authentication.k8s.io/v1",
 			Command:            plugin,
@@ -179,7 +182,7 @@ type env struct {
 
 // start creates a namespace on the hub and runs a manager with a provider
 // for it, configured by opts, until the test ends.
-func start(t *testing.T, opts clusterinventoryapi.Options) *env {
+func start(t testing.TB, opts clusterinventoryapi.Options) *env {
 	t.Helper()
 	ctx := context.Background()
 	hub, err := client.New(fleet.Config(0), client.Options{Scheme: scheme})
@@ -235,7 +238,7 @@ type profile struct {
 }
 
 // create creates the profile and writes its status.
-func (e *env) create(t *testing.T, p profile) *v1alpha1.ClusterProfile {
+func (e *env) create(t testing.TB, p profile) *v1alpha1.ClusterProfile {
 	t.Helper()
 	cp := &v1alpha1.ClusterProfile{
 		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: p.name},
@@ -249,7 +252,7 @@ func (e *env) create(t *testing.T, p profile) *v1alpha1.ClusterProfile {
 }
 
 // setStatus writes p's status onto the profile cp.
-func (e *env) setStatus(t *testing.T, cp *v1alpha1.ClusterProfile, p profile) {
+func (e *env) setStatus(t testing.TB, cp *v1alpha1.ClusterProfile, p profile) {
 	t.Helper()
 	ctx := context.Background()
 	if err := e.hub.Get(ctx, client.ObjectKeyFromObject(cp), cp); err != nil {
@@ -284,7 +287,7 @@ func (e *env) setStatus(t *testing.T, cp *v1alpha1.ClusterProfile, p profile) {
 // memberCluster is member m's kubeconfig cluster entry, without
 // credentials, with the plugin's extension naming the context of member
 // context (0: m). Member 0 stands for a server no context names.
-func memberCluster(t *testing.T, m, context int) clientcmdv1.Cluster {
+func memberCluster(t testing.TB, m, context int) clientcmdv1.Cluster {
 	t.Helper()
 	if m == 0 {
 		return clientcmdv1.Cluster{Server: "https://127.0.0.1:1"}

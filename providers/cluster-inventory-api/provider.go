@@ -68,6 +68,11 @@ type Options struct {
 	// Namespace limits the provider to the ClusterProfiles of one namespace.
 	// Default: every namespace.
 	Namespace string
+	// ProfilePolicy says what a profile's cluster entry may ask for beyond
+	// a server and its CA. The zero value refuses proxy-url,
+	// insecure-skip-tls-verify, tls-server-name, local files and servers
+	// on loopback, link-local or the hub's address: see ProfilePolicy.
+	ProfilePolicy ProfilePolicy
 }
 
 // ControlPlaneHealthy reports whether the profile's ControlPlaneHealthy
@@ -120,9 +125,13 @@ type Provider struct {
 	// waiting holds the profiles refused a name another profile holds; they
 	// are reconciled again when it lets go.
 	waiting map[multicluster.ClusterName]map[types.NamespacedName]bool
-	retry   chan event.TypedGenericEvent[*v1alpha1.ClusterProfile]
-	runCtx  context.Context // the provider's run, set by Start
-	sends   sync.WaitGroup  // goroutines sending on retry
+	// reported holds, per profile, the terminal failure last reported for
+	// it: reconciling the same profile to the same failure again reports
+	// nothing, so a broken source costs one log line and one Event.
+	reported map[types.NamespacedName]string
+	retry    chan event.TypedGenericEvent[*v1alpha1.ClusterProfile]
+	runCtx   context.Context // the provider's run, set by Start
+	sends    sync.WaitGroup  // goroutines sending on retry
 }
 
 // profileInfo is what the provider knows of an engaged name's profile.
@@ -151,6 +160,7 @@ func New(opts Options) (*Provider, error) {
 		byProfile: map[types.NamespacedName]multicluster.ClusterName{},
 		byCluster: map[multicluster.ClusterName]profileInfo{},
 		waiting:   map[multicluster.ClusterName]map[types.NamespacedName]bool{},
+		reported:  map[types.NamespacedName]string{},
 		retry:     make(chan event.TypedGenericEvent[*v1alpha1.ClusterProfile]),
 	}
 	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
@@ -186,6 +196,9 @@ func (p *Provider) SetupWithManager(_ context.Context, mgr mcmanager.Manager) er
 		return fmt.Errorf("cluster-inventory-api provider: %w", err)
 	}
 	p.mu.Lock()
+	if p.opts.ProfilePolicy.HubServer == "" {
+		p.opts.ProfilePolicy.HubServer = host.GetConfig().Host
+	}
 	p.client = profiles
 	p.recorder = host.GetEventRecorder(ControllerName)
 	p.log = mgr.GetLogger().WithName("cluster-inventory-api-provider")
@@ -262,25 +275,28 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	profile := &v1alpha1.ClusterProfile{}
 	if err := p.client.Get(ctx, key, profile); err != nil {
 		if apierrors.IsNotFound(err) {
+			p.forgetReported(key)
 			p.forget(log, key, "its ClusterProfile was deleted")
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("reading ClusterProfile %s: %w", key, err)
 	}
 	if !profile.DeletionTimestamp.IsZero() {
+		p.forgetReported(key)
 		p.forget(log, key, "its ClusterProfile is being deleted")
 		return reconcile.Result{}, nil
 	}
 	ref := profileRef(profile)
 
 	name, err := p.opts.ClusterName(profile)
-	if err == nil && name == "" {
-		err = fmt.Errorf("ClusterProfile %s: empty cluster name", key)
+	if err == nil {
+		if err = pkgclusters.ValidateClusterName(name); err != nil {
+			err = fmt.Errorf("ClusterProfile %s: %w", key, err)
+		}
 	}
 	if err != nil {
-		p.forget(log, key, "its ClusterProfile names no cluster")
-		p.warn(ref, ReasonInvalidProfile, err)
-		return reconcile.Result{}, nil // nothing to retry until the profile changes
+		p.forget(log, key, "its ClusterProfile names no valid cluster")
+		return p.terminal(profile, ReasonInvalidProfile, err)
 	}
 	log = log.WithValues("cluster", name)
 	if old, ok := p.engagedAs(key); ok && old != name {
@@ -288,8 +304,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	}
 	if owner, ok := p.ProfileOf(name); ok && owner != key {
 		p.wait(name, key)
-		p.warn(ref, ReasonDuplicateName, fmt.Errorf("cluster %q is already engaged from ClusterProfile %s: waiting for it to let go of the name", name, owner))
-		return reconcile.Result{}, nil
+		return p.terminal(profile, ReasonDuplicateName, fmt.Errorf("cluster %q is already engaged from ClusterProfile %s: waiting for it to let go of the name", name, owner))
 	}
 
 	if !p.opts.IsReady(profile) {
@@ -297,17 +312,15 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 		return reconcile.Result{}, nil
 	}
 
+	// The errors below only a change of the profile can fix: they are
+	// reported once, not retried.
 	ap, entry, err := SelectAccessProvider(profile, p.opts.AccessProviders)
 	if err != nil {
-		err = fmt.Errorf("cluster %q: %w", name, err)
-		p.warn(ref, ReasonNoAccessProvider, err)
-		return reconcile.Result{}, err
+		return p.terminal(profile, ReasonNoAccessProvider, fmt.Errorf("cluster %q: ClusterProfile %s: %w", name, key, err))
 	}
-	cfg, hash, err := RESTConfig(ap, entry)
+	cfg, hash, err := RESTConfig(ap, entry, p.opts.ProfilePolicy)
 	if err != nil {
-		err = fmt.Errorf("cluster %q: ClusterProfile %s: %w", name, key, err)
-		p.warn(ref, ReasonInvalidProfile, err)
-		return reconcile.Result{}, err
+		return p.terminal(profile, ReasonInvalidProfile, fmt.Errorf("cluster %q: ClusterProfile %s: %w", name, key, err))
 	}
 
 	if old, ok := p.members.Hash(name); ok && old == hash {
@@ -342,6 +355,7 @@ func (p *Provider) remember(key types.NamespacedName, name multicluster.ClusterN
 	defer p.mu.Unlock()
 	p.byProfile[key] = name
 	p.byCluster[name] = profileInfo{key: key, clusterSet: set}
+	delete(p.reported, key)
 	p.unwaitLocked(key)
 }
 
@@ -397,6 +411,29 @@ func (p *Provider) forget(log logr.Logger, key types.NamespacedName, why string)
 			}
 		})
 	}
+}
+
+// terminal reports a failure that only a change of the profile can fix: a
+// Warning Event and an error log line the first time the profile's spec
+// generation fails this way, nothing when it is reconciled again to the
+// same failure (a resync, another status write). It asks for no retry.
+func (p *Provider) terminal(profile *v1alpha1.ClusterProfile, reason string, err error) (reconcile.Result, error) {
+	key := types.NamespacedName{Namespace: profile.Namespace, Name: profile.Name}
+	seen := fmt.Sprintf("%d/%s/%s", profile.Generation, reason, err.Error())
+	p.mu.Lock()
+	again := p.reported[key] == seen
+	p.reported[key] = seen
+	p.mu.Unlock()
+	if !again {
+		p.warn(profileRef(profile), reason, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+func (p *Provider) forgetReported(key types.NamespacedName) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.reported, key)
 }
 
 func (p *Provider) warn(ref *v1alpha1.ClusterProfile, reason string, err error) {

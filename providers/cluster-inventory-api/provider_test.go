@@ -86,7 +86,7 @@ func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
 	}
 	e := start(t, clusterinventoryapi.Options{AccessProviders: []clusterinventoryapi.AccessProvider{
 		saToken, exits,
-		{Name: "bad-json", ExecConfig: echo("client.authentication.k8s.io/v1", "not an ExecCredential")},
+		{Name: "bad-json", ExecConfig: echo("client.authentication.k8s.io/v1", "not an ExecCredential"), AllowedServers: memberServers()},
 	}})
 	e.create(t, profile{name: "good", member: 1, healthy: true, providers: []string{"sa-token"}})
 	e.create(t, profile{name: "exits", member: 2, healthy: true, providers: []string{"exits-non-zero"}})
@@ -102,7 +102,7 @@ func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
 	want := map[string]string{
 		"exits":          clusterinventoryapi.ReasonEngageFailed,
 		"garbage":        clusterinventoryapi.ReasonEngageFailed,
-		"unknown-server": clusterinventoryapi.ReasonEngageFailed, // the plugin refuses a server the operator does not know
+		"unknown-server": clusterinventoryapi.ReasonInvalidProfile, // not among the access provider's servers
 		"wrong-context":  clusterinventoryapi.ReasonEngageFailed,
 		"unknown":        clusterinventoryapi.ReasonNoAccessProvider,
 	}

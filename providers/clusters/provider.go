@@ -69,6 +69,9 @@ func (p *Provider) Add(ctx context.Context, name multicluster.ClusterName, cl cl
 	if name == "" {
 		return errors.New(`clusters provider: the cluster name "" is reserved for the host cluster`)
 	}
+	if err := pkgclusters.ValidateClusterName(name); err != nil {
+		return fmt.Errorf("clusters provider: %w", err)
+	}
 	p.mu.Lock()
 	if _, ok := p.members.Hash(name); ok || p.pending[name] != nil {
 		p.mu.Unlock()

@@ -252,6 +252,9 @@ func resolvePaths(cfg *clientcmdapi.Config, path string) error {
 	return nil
 }
 
+// execAPIVersions are the exec credential API versions client-go speaks.
+var execAPIVersions = []string{"client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1"}
+
 // resolveContext builds the rest.Config of one context, and a hash of
 // everything it depends on: the context, its cluster and its user.
 func resolveContext(cfg *clientcmdapi.Config, path, ctxName string) (wanted, error) {
@@ -263,6 +266,12 @@ func resolveContext(cfg *clientcmdapi.Config, path, ctxName string) (wanted, err
 		mini.Clusters[kctx.Cluster] = c
 	}
 	if a, ok := cfg.AuthInfos[kctx.AuthInfo]; ok {
+		// client-go quotes an unknown exec apiVersion in the error it
+		// returns when the cluster is built, past the redaction of this
+		// file's errors: refuse it here, naming the field only.
+		if a.Exec != nil && !slices.Contains(execAPIVersions, a.Exec.APIVersion) {
+			return wanted{}, fmt.Errorf("user exec apiVersion is not one of %v", execAPIVersions)
+		}
 		mini.AuthInfos[kctx.AuthInfo] = a
 	}
 	restCfg, err := clientcmd.NewNonInteractiveClientConfig(*mini, ctxName, &clientcmd.ConfigOverrides{}, nil).ClientConfig()

@@ -225,6 +225,7 @@ func TestNoCredentialReachesTheLogs(t *testing.T) {
 		"key-data":     "pl4ntedkeydata",
 		"auth-config":  "pl4nted-auth-provider-secret",
 		"proxy":        "pl4nted-proxy-password",
+		"exec-version": "pl4nted-exec-apiversion",
 	}
 	b64 := func(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 	server := fmt.Sprintf("https://admin:%s@127.0.0.1:1/?token=%s", planted["url-password"], planted["url-query"])
@@ -245,6 +246,7 @@ current-context: x
 		"exec.yaml":      kc(fmt.Sprintf("{exec: {apiVersion: client.authentication.k8s.io/v1, command: /nonexistent/plugin, args: [--token=%s], env: [{name: TOKEN, value: %s}]}}", planted["exec-arg"], planted["exec-env"])),
 		"provider.yaml":  kc(fmt.Sprintf("{auth-provider: {name: oidc, config: {client-secret: %s}}}", planted["auth-config"])),
 		"malformed.yaml": kc(fmt.Sprintf("{token: [%s]}", planted["token"])),
+		"version.yaml":   kc(fmt.Sprintf("{exec: {apiVersion: %s, command: /nonexistent/plugin, interactiveMode: Never}}", planted["exec-version"])),
 	}
 	for name, data := range files {
 		writeAtomically(t, filepath.Join(dir, name), data)
@@ -267,7 +269,7 @@ current-context: x
 			t.Errorf("the %s credential reached the logs", field)
 		}
 	}
-	if t.Failed() {
+	if t.Failed() || os.Getenv("SHOW_LOGS") != "" {
 		t.Logf("logs:\n%s", all)
 	}
 }

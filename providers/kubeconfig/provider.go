@@ -80,8 +80,9 @@ type Options struct {
 	ClusterOptions []cluster.Option
 	// KubeconfigPolicy says what the kubeconfigs of Secrets may contain.
 	// Anyone who can write a labelled Secret in Namespace chooses them, so
-	// the zero value refuses exec and auth-provider plugins and every local
-	// file reference (token, certificate, key and CA files): the Secret gets a
+	// the zero value refuses exec and auth-provider plugins, every local
+	// file reference (token, certificate, key and CA files), proxy-url,
+	// insecure-skip-tls-verify and tls-server-name: the Secret gets a
 	// KubeconfigRefused Warning Event. List the exec plugin commands your
 	// installation relies on in KubeconfigPolicy.AllowedExecCommands.
 	KubeconfigPolicy pkgclusters.KubeconfigPolicy
@@ -245,7 +246,7 @@ func (p *Provider) Reconcile(ctx context.Context, req reconcile.Request) (reconc
 	if len(data) == 0 {
 		err := fmt.Errorf("cluster %q: Secret %s has no data under key %q", name, req.NamespacedName, p.opts.KubeconfigSecretKey)
 		p.warn(secretRef(secret), ReasonInvalidKubeconfig, err)
-		return reconcile.Result{}, err
+		return reconcile.Result{}, reconcile.TerminalError(err) // until the Secret changes
 	}
 	sum := sha256.Sum256(data)
 	hash := hex.EncodeToString(sum[:])

@@ -240,7 +240,8 @@ func TestUpstreamLabelIsReadByDefault(t *testing.T) {
 // Secrets planted in every field of a kubeconfig reach no log line and no
 // Event, whichever way the kubeconfig fails.
 func TestNoCredentialReachesLogsOrEvents(t *testing.T) {
-	e := start(t)
+	// proxy-url is allowed so that the kubeconfigs go as far as they can.
+	e := startWith(t, nil, kubeconfig.Options{KubeconfigPolicy: clusters.KubeconfigPolicy{AllowProxyURL: true}})
 	ctx := context.Background()
 	planted := map[string]string{
 		"url-password": "pl4nted-url-password",

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -90,6 +91,9 @@ func (m *Provider) AddProvider(prefix string, p multicluster.Provider) error {
 		return fmt.Errorf("multi provider: prefix %q contains the separator %q", prefix, m.sep)
 	case p == nil:
 		return fmt.Errorf("multi provider: prefix %q: nil provider", prefix)
+	}
+	if err := pkgclusters.ValidateClusterName(prefix); err != nil {
+		return fmt.Errorf("multi provider: prefix: %w", err)
 	}
 	m.mu.Lock()
 	if _, ok := m.providers[prefix]; ok {
@@ -278,7 +282,12 @@ func (a *prefixedAware) Engage(ctx context.Context, name multicluster.ClusterNam
 	// Removing the provider ends the engagement even if the provider does not.
 	stop := context.AfterFunc(a.member.ctx, cancel)
 	context.AfterFunc(ectx, func() { stop() })
-	if err := a.aware.Engage(ectx, a.member.prefix+a.sep+name, cl); err != nil {
+	full := a.member.prefix + a.sep + name
+	if err := pkgclusters.ValidateClusterName(full); err != nil {
+		cancel()
+		return fmt.Errorf("provider %q: %w", a.member.prefix, err)
+	}
+	if err := a.aware.Engage(ectx, full, cl); err != nil {
 		cancel()
 		return err
 	}

@@ -1,0 +1,104 @@
+package migration
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	mcr "github.com/mcruntime/multicluster-runtime"
+	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
+	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
+)
+
+// SetupFilteredForEffect filters a source the way upstream code does,
+// calling WithClusterFilter for its effect.
+func SetupFilteredForEffect(mgr mcmanager.Manager, r mcreconcile.Reconciler) error {
+	// snippet:migration-filter-effect
+	var production mcsource.ClusterFilterFunc = func(name multicluster.ClusterName, _ cluster.Cluster) bool {
+		return name != "" && name != "staging"
+	}
+	src := mcsource.Kind(&corev1.ConfigMap{}, mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())
+	src.WithClusterFilter(production) // sets the filter on src, as upstream
+	return mcbuilder.ControllerManagedBy(mgr).Named("production-configmaps").WatchesRawSource(src).Complete(r)
+	// end-snippet
+}
+
+// Lifted returns a single-cluster handler lifted for the fleet and for one
+// cluster.
+func Lifted() (mchandler.TypedEventHandlerFunc[*corev1.ConfigMap, mcreconcile.Request], handler.TypedEventHandler[*corev1.ConfigMap, mcreconcile.Request]) {
+	// snippet:migration-lift
+	inner := &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{}
+	perCluster := mchandler.TypedLift(inner)                        // for Kind and Watches
+	forEU := mchandler.ForCluster[*corev1.ConfigMap]("eu-1", inner) // one cluster's handler
+	// end-snippet
+	return perCluster, forEU
+}
+
+// SyncingForCluster returns one cluster's source as a syncing source,
+// which upstream code gets from SyncingSource.SyncingForCluster.
+func SyncingForCluster(src mcsource.Source, name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[mcreconcile.Request], error) {
+	// snippet:migration-syncing-source
+	perCluster, err := src.ForCluster(name, cl) // nil, nil: the source skips this cluster
+	if err != nil || perCluster == nil {
+		return nil, err
+	}
+	// The per-cluster sources of Kind are controller-runtime syncing
+	// sources: Start(ctx, queue), then WaitForSync(ctx).
+	syncing, ok := perCluster.(source.TypedSyncingSource[mcreconcile.Request])
+	if !ok {
+		return nil, fmt.Errorf("cluster %q: %s does not sync", name, perCluster)
+	}
+	return syncing, nil
+	// end-snippet
+}
+
+// KubeconfigProvider configures the client of every cluster, which upstream
+// code does with RESTOptions.
+func KubeconfigProvider() *kubeconfig.Provider {
+	// snippet:migration-rest-options
+	return kubeconfig.New(kubeconfig.Options{
+		Namespace: "fleet-system",
+		ClusterOptions: []cluster.Option{
+			pkgclusters.WithClientRateLimits(50, 100),
+			pkgclusters.WithRequestTimeout(30 * time.Second),
+		},
+	})
+	// end-snippet
+}
+
+// ListClusters lists a provider's clusters, which upstream code does with
+// the kubeconfig provider's ListClusters.
+func ListClusters(ctx context.Context, p *kubeconfig.Provider) (map[multicluster.ClusterName]cluster.Cluster, error) {
+	// snippet:migration-list-clusters
+	clusters := map[multicluster.ClusterName]cluster.Cluster{}
+	for _, name := range p.ClusterNames() {
+		cl, err := p.Get(ctx, name)
+		if err != nil {
+			continue // disengaged meanwhile
+		}
+		clusters[name] = cl
+	}
+	// end-snippet
+	return clusters, nil
+}
+
+// RootAliases uses the root package's type aliases.
+func RootAliases() string {
+	// snippet:migration-root-aliases
+	gv := mcr.GroupVersion{Group: "fleet.example.com", Version: "v1"}
+	gr := mcr.GroupResource{Group: gv.Group, Resource: "widgets"}
+	meta := mcr.ObjectMeta{Name: "a"}
+	// end-snippet
+	return fmt.Sprint(gv, gr, meta.Name)
+}
