@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -35,6 +34,8 @@ type Engine struct {
 	records map[multicluster.ClusterName]*record
 	subs    []multicluster.Aware // append-only
 	ready   bool                 // startup readiness, latched
+	adopted uint64               // adopted instances so far: their members' hashes
+	closing bool                 // Start waits for wg: no more goroutines on it
 	wg      sync.WaitGroup       // attempts, probes and cluster runs
 
 	healthSeries metrics.SeriesCap
@@ -45,7 +46,17 @@ type record struct {
 	name  multicluster.ClusterName
 	state State
 
-	member *Member // what the provider wants; nil for an adopted cluster
+	// member is what the provider wants: published with SetMember, or adopted
+	// through Engage (member.adopted), then owner is the provider's context the
+	// member lives within. Every record has a member.
+	member  *Member
+	owner   *owner
+	waiters []*waiter // Engage calls waiting for their member's first engagement
+
+	// engMu serializes engagements of this record with subscribers: a new
+	// instance's engagement and a late subscriber's catch-up never interleave,
+	// so every subscriber ends up holding the record's current instance.
+	engMu sync.Mutex
 
 	// cur is the instance subscribers were engaged with (engaged or
 	// disconnected), next the one being started (first start or replacement),
@@ -58,9 +69,10 @@ type record struct {
 	backoff time.Duration
 
 	// fence is held while this replica may run the cluster (sharding).
-	fence        context.Context
-	releaseFence func()
-	acquiring    bool
+	fence          context.Context
+	releaseFence   func()
+	acquiring      bool          // an Acquire is in flight or scheduled
+	acquireBackoff time.Duration // wait before the next Acquire after a failed one
 
 	failures  int // consecutive failed probes
 	nextProbe time.Time
@@ -68,29 +80,81 @@ type record struct {
 	settled   bool // engaged or declared disconnected at least once: readiness
 }
 
+// owner is the provider's context an adopted member lives within.
+type owner struct {
+	ctx  context.Context
+	stop func() bool
+}
+
+// waiter is an Engage call waiting for its member's engagement.
+type waiter struct {
+	m    *Member
+	done chan error // buffered: the engine never blocks on a waiter
+}
+
 // instance is one cluster.Cluster of a record and the work tied to it.
 type instance struct {
-	cl   cluster.Cluster
-	hash string
+	cl     cluster.Cluster
+	hash   string
+	member *Member // the member it was started for
 	// built is set when the engine built the cluster from Member.Build: it may
 	// be stopped and built again. Otherwise the cluster is the provider's
 	// (adopted through Engage, or Member.Cluster) and is only engaged and
 	// disengaged.
 	built bool
-	// run ends the cluster's Start (built and Member.Cluster instances); nil
-	// for adopted clusters, which their provider runs.
+	// run is the instance's life in the engine: it ends on teardown, and with
+	// the fence or the engine. It ends the cluster's Start if the engine runs
+	// the cluster.
 	run     context.Context
 	stopRun context.CancelFunc
-	// owner is the context the engagement lives within: the provider's for an
-	// adopted cluster, run for the others.
-	owner     context.Context
-	stopOwner func() bool // unregisters the AfterFunc on an adopted cluster's owner
 	// stopped is closed when the cluster's Start returned (nil if the engine
 	// does not run it).
 	stopped chan struct{}
 	// eng is the engagement with subscribers; nil while not engaged.
 	eng       context.Context
 	disengage context.CancelFunc
+	// offered[i] is set once subscriber i was engaged with this instance;
+	// guarded by the record's engMu.
+	offered []bool
+	// inflight counts the reconciles running against this instance (Hold).
+	inflight inflight
+}
+
+// inflight counts work in flight and tells when none is left.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to zero; nil while n is zero
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	if f.n--; f.n == 0 {
+		close(f.idle)
+		f.idle = nil
+	}
+	f.mu.Unlock()
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// wait returns a channel closed once nothing is in flight.
+func (f *inflight) wait() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		return closedChan
+	}
+	return f.idle
 }
 
 // New returns an engine; run it with Start.
@@ -127,103 +191,164 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 // Subscribe engages a with every engaged cluster now and every cluster
 // engaged later. It returns once a has been offered the current ones,
 // concurrently; their errors are logged and counted, not returned: the
-// clusters stay engaged with everyone else.
+// clusters stay engaged with everyone else. A cluster whose engagement is in
+// flight is offered to a by that engagement, never twice.
 func (e *Engine) Subscribe(a multicluster.Aware) {
 	e.mu.Lock()
+	idx := len(e.subs)
 	e.subs = append(e.subs, a)
-	type target struct {
-		name multicluster.ClusterName
-		in   *instance
-	}
-	var targets []target
+	recs := make([]*record, 0, len(e.records))
 	for _, rec := range e.records {
-		if rec.state == StateEngaged && rec.cur != nil && rec.cur.eng != nil {
-			targets = append(targets, target{rec.name, rec.cur})
-		}
+		recs = append(recs, rec)
 	}
 	e.mu.Unlock()
 
 	var wg sync.WaitGroup
-	for _, t := range targets {
-		wg.Go(func() {
-			if err := a.Engage(t.in.eng, t.name, t.in.cl); err != nil && t.in.eng.Err() == nil {
-				metrics.Engagements.WithLabelValues("failure").Inc()
-				e.log.Error(err, "Failed to engage a cluster with a runnable added late", "cluster", t.name)
-			}
-		})
+	for _, rec := range recs {
+		wg.Go(func() { e.catchUp(rec, idx, a) })
 	}
 	wg.Wait()
 }
 
-// Engage adopts a cluster that its provider started and synced, and engages
-// it with every subscriber: the way in of providers written as the seeds
-// describe. ctx is the provider's: when it ends, the cluster is gone. The
-// engagement is all or nothing: if a subscriber refuses, every subscriber
-// lets go of the cluster and the error is returned.
+// catchUp engages subscriber idx with rec's current instance unless it holds
+// it already. Serialized with rec's engagements by engMu: the one path that
+// catches late subscribers up besides the engagement itself.
+func (e *Engine) catchUp(rec *record, idx int, a multicluster.Aware) {
+	rec.engMu.Lock()
+	defer rec.engMu.Unlock()
+	e.mu.RLock()
+	in := rec.cur
+	ok := e.records[rec.name] == rec && rec.state == StateEngaged && in != nil && in.eng != nil && in.eng.Err() == nil
+	e.mu.RUnlock()
+	if !ok || (idx < len(in.offered) && in.offered[idx]) {
+		return
+	}
+	in.offer(idx)
+	if err := a.Engage(in.eng, rec.name, in.cl); err != nil && in.eng.Err() == nil {
+		metrics.Engagements.WithLabelValues("failure").Inc()
+		e.log.Error(err, "Failed to engage a cluster with a runnable added late", "cluster", rec.name)
+	}
+}
+
+// offer marks subscriber idx as engaged with in; under the record's engMu.
+func (in *instance) offer(idx int) {
+	for len(in.offered) <= idx {
+		in.offered = append(in.offered, false)
+	}
+	in.offered[idx] = true
+}
+
+// Engage adopts a cluster that its provider started and synced: the way in
+// of providers written as the seeds describe. Inside the engine the cluster
+// is a member like any other, with a pre-built cluster: admitted, fenced,
+// probed, handed off and torn down by the same code. ctx is the provider's:
+// when it ends, the member is removed.
 //
-// Engaging the same instance again under a new ctx keeps the engagement and
-// ties it to the new ctx; a different instance replaces the engaged one.
+// Engage returns once the cluster is engaged with every subscriber. If a
+// subscriber refuses, every subscriber lets go of the cluster, the member is
+// removed and the error is returned (all or nothing). Before the engine runs,
+// or while sharding assigns the cluster to another replica, Engage returns at
+// once: the member waits, and is engaged when this replica may run it.
+//
+// Engaging the same instance again, under the same or a new ctx, keeps the
+// engagement and ties it to the new ctx; a different instance replaces the
+// engaged one once it is engaged.
 func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("cluster %q: engagement context already done: %w", name, err)
 	}
-	if adm := e.opts.Admission; adm != nil && !adm.Owns(name) {
-		return fmt.Errorf("cluster %q: %w", name, ErrNotOwned)
-	}
 	e.mu.Lock()
 	rec := e.recordLocked(name)
-	if rec.member != nil {
+	if rec.member != nil && !rec.member.adopted {
 		e.mu.Unlock()
 		return fmt.Errorf("cluster %q: already a member published by a provider; a name has one source", name)
 	}
-	if cur := rec.cur; cur != nil && cur.cl == cl && cur.eng != nil && cur.eng.Err() == nil {
-		// The same instance under a new owner: move the engagement's lifetime
-		// over, so that cancelling the old ctx does not end it.
-		e.ownLocked(rec, cur, ctx)
+	m := rec.member
+	if m == nil || m.Cluster != cl {
+		e.adopted++
+		m = &Member{Name: name, Hash: fmt.Sprintf("adopted-%d", e.adopted), Cluster: cl, adopted: true}
+		e.notifyLocked(rec, rec.member, fmt.Errorf("cluster %q: replaced by another instance", name))
+		rec.member = m
+		if rec.state == "" {
+			e.transitionLocked(rec, StateWanted, "engaged by its provider")
+		}
+		e.ownLocked(rec, m, ctx)
+		e.admitLocked(rec)
+	} else {
+		e.ownLocked(rec, m, ctx)
+	}
+	if (rec.cur != nil && rec.cur.member == m) || !e.runsLocked(rec) {
 		e.mu.Unlock()
 		return nil
 	}
-	rec.gen++
-	gen := rec.gen
-	in := &instance{cl: cl}
-	e.ownLocked(rec, in, ctx)
+	w := &waiter{m: m, done: make(chan error, 1)}
+	rec.waiters = append(rec.waiters, w)
 	e.mu.Unlock()
-	return e.engage(rec, gen, in)
-}
 
-// ownLocked ties an adopted instance to its provider's ctx: when ctx ends,
-// the instance leaves (and with it the record, unless replaced).
-func (e *Engine) ownLocked(rec *record, in *instance, ctx context.Context) {
-	if in.stopOwner != nil {
-		in.stopOwner()
+	select {
+	case err := <-w.done:
+		if err == nil {
+			return nil
+		}
+		// All or nothing: the provider hears of the refusal; the cluster leaves.
+		e.mu.Lock()
+		var stop []*instance
+		var release func()
+		if rec.member == m && e.records[name] == rec {
+			stop, release = e.removeLocked(rec, "engagement refused")
+		}
+		e.mu.Unlock()
+		e.teardownAndRelease(name, stop, "engagement refused", release)
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("cluster %q: engagement context ended while engaging: %w", name, ctx.Err())
 	}
-	in.owner = ctx
-	in.stopOwner = context.AfterFunc(ctx, func() { e.ownerDone(rec, in) })
 }
 
-func (e *Engine) ownerDone(rec *record, in *instance) {
+// runsLocked reports whether the engine runs rec now: started, not stopping,
+// and this replica owns it.
+func (e *Engine) runsLocked(rec *record) bool {
+	if e.ctx == nil || e.ctx.Err() != nil {
+		return false
+	}
+	adm := e.opts.Admission
+	return adm == nil || adm.Owns(rec.name)
+}
+
+// ownLocked ties an adopted member to its provider's ctx: when ctx ends, the
+// member is removed, unless it was re-owned or replaced meanwhile.
+func (e *Engine) ownLocked(rec *record, m *Member, ctx context.Context) {
+	if rec.owner != nil {
+		rec.owner.stop()
+	}
+	o := &owner{ctx: ctx}
+	rec.owner = o
+	o.stop = context.AfterFunc(ctx, func() { e.ownerDone(rec, m, o) })
+}
+
+func (e *Engine) ownerDone(rec *record, m *Member, o *owner) {
 	e.mu.Lock()
-	if in.owner.Err() == nil { // re-owned meanwhile
+	if rec.owner != o || rec.member != m || e.records[rec.name] != rec {
 		e.mu.Unlock()
 		return
 	}
-	var stop []*instance
-	switch {
-	case rec.cur == in:
-		stop = append(stop, in)
-		rec.cur = nil
-		if rec.next == nil {
-			e.forgetLocked(rec, "provider-stopped")
-		}
-	case rec.next == in:
-		rec.next = nil
-		rec.gen++
-		stop = append(stop, in)
-	}
+	stop, release := e.removeLocked(rec, "provider-stopped")
 	e.mu.Unlock()
-	for _, in := range stop {
-		e.teardown(rec.name, in, "provider-stopped")
+	e.teardownAndRelease(rec.name, stop, "provider-stopped", release)
+}
+
+// notifyLocked answers the Engage calls waiting for m (every one if m is nil).
+func (e *Engine) notifyLocked(rec *record, m *Member, err error) {
+	kept := rec.waiters[:0]
+	for _, w := range rec.waiters {
+		if m == nil || w.m == m {
+			w.done <- err
+		} else {
+			kept = append(kept, w)
+		}
 	}
+	clear(rec.waiters[len(kept):])
+	rec.waiters = kept
 }
 
 // recordLocked returns name's record, creating it.
@@ -234,6 +359,26 @@ func (e *Engine) recordLocked(name multicluster.ClusterName) *record {
 		e.records[name] = rec
 	}
 	return rec
+}
+
+// removeLocked takes rec out of the fleet. It returns the instances to tear
+// down and the fence to release once they have stopped and drained.
+func (e *Engine) removeLocked(rec *record, why string) (stop []*instance, release func()) {
+	for _, in := range []*instance{rec.cur, rec.next} {
+		if in != nil {
+			stop = append(stop, in)
+		}
+	}
+	rec.cur, rec.next, rec.engaging = nil, nil, nil
+	release = rec.releaseFence
+	rec.fence, rec.releaseFence = nil, nil
+	if rec.owner != nil {
+		rec.owner.stop()
+		rec.owner = nil
+	}
+	e.notifyLocked(rec, nil, fmt.Errorf("cluster %q: removed while engaging (%s)", rec.name, why))
+	e.forgetLocked(rec, why)
+	return stop, release
 }
 
 // forgetLocked removes rec from the fleet.
@@ -247,33 +392,43 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 		rec.retry.Stop()
 	}
 	e.transitionLocked(rec, StateGone, why)
-	if e.healthSeries.Release(rec.name) {
-		metrics.Healthy.DeleteLabelValues(rec.name)
+	e.releaseSeriesLocked(rec.name)
+}
+
+// releaseSeriesLocked drops the cluster's per-cluster series: it is gone, or
+// run by another replica now.
+func (e *Engine) releaseSeriesLocked(name multicluster.ClusterName) {
+	if e.healthSeries.Release(name) {
+		metrics.Healthy.DeleteLabelValues(name)
+	}
+	if e.opts.OnRelease != nil {
+		e.opts.OnRelease(name)
 	}
 }
 
+// errSuperseded is returned by engage when a newer decision made the
+// engagement stale.
+func errSuperseded(name multicluster.ClusterName) error {
+	return fmt.Errorf("cluster %q: replaced or removed while engaging", name)
+}
+
 // engage engages in with every subscriber, all or nothing, and makes it the
-// record's current instance; the instance it replaces is torn down. It is
-// called for adopted and built instances alike.
+// record's current instance; the instance it replaces is torn down. Every
+// instance, built or adopted, is engaged here.
 func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
+	rec.engMu.Lock()
+	defer rec.engMu.Unlock()
 	e.mu.Lock()
-	if rec.gen != gen || e.records[rec.name] != rec {
+	if rec.gen != gen || e.records[rec.name] != rec || in.run.Err() != nil {
 		e.mu.Unlock()
-		return fmt.Errorf("cluster %q: replaced or removed while engaging", rec.name)
+		return errSuperseded(rec.name)
 	}
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "engaging")
 	}
-	parent := in.owner
-	if in.run == nil {
-		// Adopted: the provider's ctx may be replaced by a later Engage of the
-		// same instance (see ownLocked); the engagement ends when the current
-		// owner's does, through ownerDone, not with the first owner.
-		parent = context.WithoutCancel(in.owner)
-	}
-	in.eng, in.disengage = context.WithCancel(parent)
+	in.eng, in.disengage = context.WithCancel(in.run)
 	rec.engaging = in
-	subs := slices.Clone(e.subs)
+	subs := e.subs[:len(e.subs):len(e.subs)]
 	e.mu.Unlock()
 	defer func() {
 		e.mu.Lock()
@@ -285,19 +440,25 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 
 	err := engageAll(in.eng, rec.name, in.cl, subs)
 	for err == nil {
+		for i := range subs {
+			in.offer(i)
+		}
 		e.mu.Lock()
-		if rec.gen != gen || e.records[rec.name] != rec || in.owner.Err() != nil {
-			if rec.cur == nil && rec.next == nil && rec.member == nil {
-				e.forgetLocked(rec, "provider-stopped")
-			}
+		if rec.gen != gen || e.records[rec.name] != rec || in.run.Err() != nil {
 			e.mu.Unlock()
 			in.disengage()
-			return fmt.Errorf("cluster %q: replaced or removed while engaging", rec.name)
+			return errSuperseded(rec.name)
+		}
+		if in.dead() {
+			// Its Start returned while it was engaged: it is not made current.
+			e.mu.Unlock()
+			err = fmt.Errorf("cluster %q: stopped running while it was engaged", rec.name)
+			break
 		}
 		if len(e.subs) > len(subs) {
 			// Subscribed meanwhile: they did not see this instance.
-			more := slices.Clone(e.subs[len(subs):])
-			subs = append(subs, more...)
+			more := e.subs[len(subs):len(e.subs):len(e.subs)]
+			subs = e.subs[:len(e.subs):len(e.subs)]
 			e.mu.Unlock()
 			err = engageAll(in.eng, rec.name, in.cl, more)
 			continue
@@ -309,6 +470,7 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		}
 		rec.nextProbe = time.Now().Add(e.opts.Health.Interval)
 		e.transitionLocked(rec, StateEngaged, "engaged with every controller and runnable")
+		e.notifyLocked(rec, in.member, nil)
 		member := rec.member
 		e.mu.Unlock()
 		metrics.Engagements.WithLabelValues("success").Inc()
@@ -327,9 +489,6 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 	metrics.Engagements.WithLabelValues("failure").Inc()
 	e.mu.Lock()
 	old := rec.cur
-	if rec.cur == nil && rec.next == nil && rec.member == nil && e.records[rec.name] == rec {
-		e.forgetLocked(rec, "engagement refused")
-	}
 	e.mu.Unlock()
 	if old != nil && old != in && old.eng != nil && old.eng.Err() == nil {
 		if ferr := engageAll(old.eng, rec.name, old.cl, subs); ferr != nil {
@@ -337,6 +496,20 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		}
 	}
 	return fmt.Errorf("cluster %q: %w", rec.name, err)
+}
+
+// dead reports whether the engine ran the instance's cluster and its Start
+// returned.
+func (in *instance) dead() bool {
+	if in.stopped == nil {
+		return false
+	}
+	select {
+	case <-in.stopped:
+		return true
+	default:
+		return false
+	}
 }
 
 // engageAll engages every subscriber concurrently and joins their errors.
@@ -356,8 +529,9 @@ func engageAll(ctx context.Context, name multicluster.ClusterName, cl cluster.Cl
 	return errors.Join(errs...)
 }
 
-// teardown ends an instance's engagement and, if the engine runs it, the
-// cluster itself.
+// teardown ends an instance's engagement and its run: the cluster itself if
+// the engine runs it (a cluster the application or provider started itself
+// keeps running; only its engagement ends).
 func (e *Engine) teardown(name multicluster.ClusterName, in *instance, why string) {
 	if in.disengage != nil && in.eng.Err() == nil {
 		metrics.Disengagements.WithLabelValues(why).Inc()
@@ -365,15 +539,32 @@ func (e *Engine) teardown(name multicluster.ClusterName, in *instance, why strin
 	if in.disengage != nil {
 		in.disengage()
 	}
-	if in.stopOwner != nil {
-		in.stopOwner()
-	}
-	if in.stopRun != nil {
-		// The engine runs this cluster (for a cluster the application started
-		// itself, only the engagement's context ends).
-		in.stopRun()
-	}
+	in.stopRun()
 	_ = name
+}
+
+// Hold marks a reconcile against name in flight: the cluster's fence is not
+// released before done is called (bounded by Options.DrainTimeout). It returns
+// the engagement's context, which ends when the cluster is disengaged; ok is
+// false if name is not engaged (or being engaged) on this replica.
+func (e *Engine) Hold(name multicluster.ClusterName) (engaged context.Context, done func(), ok bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	rec, ok := e.records[name]
+	if !ok {
+		return nil, nil, false
+	}
+	var in *instance
+	switch {
+	case rec.engaging != nil && rec.engaging.eng.Err() == nil:
+		in = rec.engaging
+	case rec.state == StateEngaged && rec.cur != nil && rec.cur.eng != nil:
+		in = rec.cur
+	default:
+		return nil, nil, false
+	}
+	in.inflight.add()
+	return in.eng, sync.OnceFunc(in.inflight.done), true
 }
 
 // Get returns the engaged cluster of name. A disconnected cluster yields an
@@ -458,7 +649,8 @@ func (e *Engine) Clusters() []Status {
 }
 
 // Ready is a healthz.Checker for startup readiness: it passes once every
-// cluster known is engaged or has been declared disconnected, and stays
+// cluster known that this replica owns is engaged or has been declared
+// disconnected (a cluster waiting for its fence counts), and stays
 // passing from then on. A dead member never holds it back beyond its first
 // failed attempt.
 func (e *Engine) Ready(_ *http.Request) error {
@@ -472,7 +664,10 @@ func (e *Engine) Ready(_ *http.Request) error {
 	}
 	var waiting []string
 	for _, rec := range e.records {
-		if !rec.settled && rec.state != StateWanted {
+		// A cluster this replica owns counts while it waits for its fence: in
+		// a rolling update, the new pod is not ready while the old one still
+		// holds its clusters.
+		if !rec.settled && (rec.state != StateWanted || e.runsLocked(rec)) {
 			waiting = append(waiting, rec.name)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -19,10 +20,11 @@ func (e *Engine) SetMember(m Member) {
 		e.log.Error(errors.New("exactly one of Build and Cluster must be set"), "Ignoring member", "cluster", m.Name)
 		return
 	}
+	m.adopted = false
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rec := e.recordLocked(m.Name)
-	if rec.member == nil && rec.cur != nil {
+	if rec.member != nil && rec.member.adopted {
 		e.log.Error(errors.New("the name is engaged by a provider through Engage; a name has one source"), "Ignoring member", "cluster", m.Name)
 		return
 	}
@@ -41,38 +43,64 @@ func (e *Engine) SetMember(m Member) {
 func (e *Engine) RemoveMember(name multicluster.ClusterName) {
 	e.mu.Lock()
 	rec, ok := e.records[name]
-	if !ok || rec.member == nil {
+	if !ok {
 		e.mu.Unlock()
 		return
 	}
-	stop := []*instance{rec.cur, rec.next}
-	rec.cur, rec.next = nil, nil
-	release := rec.releaseFence
-	rec.fence, rec.releaseFence = nil, nil
-	e.forgetLocked(rec, "removed by its provider")
+	stop, release := e.removeLocked(rec, "removed by its provider")
 	e.mu.Unlock()
 	e.teardownAndRelease(name, stop, "removed", release)
 }
 
 // teardownAndRelease tears instances down and, once the clusters have
-// stopped, releases the fence: no two replicas ever run one cluster.
+// stopped and the reconciles in flight against them have returned (bounded
+// by the drain timeout), releases the fence: no two replicas ever run one
+// cluster.
 func (e *Engine) teardownAndRelease(name multicluster.ClusterName, stop []*instance, why string, release func()) {
 	for _, in := range stop {
-		if in != nil {
-			e.teardown(name, in, why)
-		}
+		e.teardown(name, in, why)
 	}
 	if release == nil {
 		return
 	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.closing {
+		// Start is waiting for its goroutines: release here, off the books.
+		go func() {
+			e.drain(name, stop)
+			release()
+		}()
+		return
+	}
 	e.wg.Go(func() {
-		for _, in := range stop {
-			if in != nil && in.stopped != nil {
-				<-in.stopped
-			}
-		}
+		e.drain(name, stop)
 		release()
 	})
+}
+
+// drain waits for the clusters of stop to stop and for their reconciles in
+// flight to return, the latter for at most DrainTimeout; an overrun is logged
+// and counted, and the fence is released anyway: the next owner would take it
+// over once it expires.
+func (e *Engine) drain(name multicluster.ClusterName, stop []*instance) {
+	for _, in := range stop {
+		if in.stopped != nil {
+			<-in.stopped
+		}
+	}
+	timer := time.NewTimer(e.opts.DrainTimeout)
+	defer timer.Stop()
+	for _, in := range stop {
+		select {
+		case <-in.inflight.wait():
+		case <-timer.C:
+			metrics.DrainOverruns.Inc()
+			e.log.Error(fmt.Errorf("reconciles still running after %s", e.opts.DrainTimeout),
+				"Releasing the cluster's fence although reconciles against it have not returned", "cluster", name)
+			return
+		}
+	}
 }
 
 // admitLocked starts an attempt for rec's member if this replica may run it.
@@ -95,19 +123,35 @@ func (e *Engine) admitLocked(rec *record) {
 	e.attemptLocked(rec)
 }
 
-// acquire waits for the cluster's fence, then admits it.
+// acquire waits for the cluster's fence, then admits it. A failed Acquire (the
+// fence is still being released by this replica's previous run of the
+// cluster, or renewal lapsed) is retried with backoff for as long as this
+// replica owns the cluster.
 func (e *Engine) acquire(rec *record) {
 	fence, release, err := e.opts.Admission.Acquire(e.ctx, rec.name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rec.acquiring = false
+	wanted := e.ctx.Err() == nil && e.records[rec.name] == rec && rec.member != nil && e.opts.Admission.Owns(rec.name)
 	if err != nil {
-		if e.ctx.Err() == nil {
-			e.log.Error(err, "Failed to acquire the cluster's fence", "cluster", rec.name)
+		rec.acquiring = false
+		if !wanted {
+			return
 		}
+		rec.acquireBackoff = min(max(2*rec.acquireBackoff, e.opts.MinBackoff), e.opts.MaxBackoff)
+		e.log.Error(err, "Failed to acquire the cluster's fence, retrying", "cluster", rec.name, "retryIn", rec.acquireBackoff.String())
+		rec.acquiring = true
+		time.AfterFunc(rec.acquireBackoff, func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			rec.acquiring = false
+			if e.ctx.Err() == nil && e.records[rec.name] == rec && rec.fence == nil {
+				e.admitLocked(rec)
+			}
+		})
 		return
 	}
-	if e.records[rec.name] != rec || !e.opts.Admission.Owns(rec.name) {
+	rec.acquiring, rec.acquireBackoff = false, 0
+	if !wanted || rec.fence != nil {
 		e.wg.Go(release)
 		return
 	}
@@ -124,11 +168,13 @@ func (e *Engine) fenceLost(rec *record, fence context.Context) {
 		return
 	}
 	e.unadmitLocked(rec, "not-owned")
+	// Still owned (a brief renewal lapse): acquire again.
+	e.admitLocked(rec)
 	e.mu.Unlock()
 }
 
 // unadmitLocked takes rec back to StateWanted; its instances are torn down,
-// then its fence released.
+// then, once drained, its fence released.
 func (e *Engine) unadmitLocked(rec *record, why string) {
 	var stop []*instance
 	for _, in := range []*instance{rec.cur, rec.next} {
@@ -136,7 +182,7 @@ func (e *Engine) unadmitLocked(rec *record, why string) {
 			stop = append(stop, in)
 		}
 	}
-	rec.cur, rec.next = nil, nil
+	rec.cur, rec.next, rec.engaging = nil, nil, nil
 	rec.gen++
 	if rec.retry != nil {
 		rec.retry.Stop()
@@ -144,6 +190,9 @@ func (e *Engine) unadmitLocked(rec *record, why string) {
 	release := rec.releaseFence
 	rec.fence, rec.releaseFence = nil, nil
 	e.transitionLocked(rec, StateWanted, why)
+	// Engage calls waiting here return: the cluster is engaged where it runs.
+	e.notifyLocked(rec, nil, nil)
+	e.releaseSeriesLocked(rec.name)
 	name := rec.name
 	e.wg.Go(func() { e.teardownAndRelease(name, stop, why, release) })
 }
@@ -164,17 +213,18 @@ func (e *Engine) attemptLocked(rec *record) {
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "starting")
 	}
-	m := *rec.member
+	mp := rec.member
+	m := *mp
 	parent := e.ctx
 	if rec.fence != nil {
 		parent = rec.fence
 	}
-	e.wg.Go(func() { e.attempt(rec, gen, m, parent) })
+	e.wg.Go(func() { e.attempt(rec, gen, mp, m, parent) })
 }
 
 // attempt builds, starts and syncs one instance of a member, then engages it.
-func (e *Engine) attempt(rec *record, gen uint64, m Member, parent context.Context) {
-	in, err := e.start(rec, m, parent)
+func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent context.Context) {
+	in, err := e.start(rec, mp, m, parent)
 	if err == nil {
 		e.mu.Lock()
 		if rec.gen != gen {
@@ -209,6 +259,7 @@ func (e *Engine) attempt(rec *record, gen uint64, m Member, parent context.Conte
 		e.transitionLocked(rec, StateDisconnected, "could not be started: "+err.Error())
 	}
 	e.log.Error(err, "Failed to start cluster, retrying", "cluster", rec.name, "retryIn", rec.backoff.String())
+	e.notifyLocked(rec, mp, err)
 	if report := m.Report; report != nil {
 		e.wg.Go(func() { report(err) })
 	}
@@ -223,9 +274,21 @@ func (e *Engine) attempt(rec *record, gen uint64, m Member, parent context.Conte
 
 // start builds (or takes) the member's cluster, starts it and waits for its
 // cache, bounded by CacheSyncTimeout.
-func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance, error) {
+func (e *Engine) start(rec *record, mp *Member, m Member, parent context.Context) (*instance, error) {
 	run, stopRun := context.WithCancel(parent)
-	in := &instance{hash: m.Hash, run: run, stopRun: stopRun, owner: run, stopped: make(chan struct{})}
+	in := &instance{hash: m.Hash, member: mp, run: run, stopRun: stopRun}
+	if m.adopted {
+		// Its provider started and synced it, and runs it: it is only checked.
+		in.cl = m.Cluster
+		syncCtx, cancel := context.WithTimeout(run, e.opts.CacheSyncTimeout)
+		defer cancel()
+		if !in.cl.GetCache().WaitForCacheSync(syncCtx) {
+			stopRun()
+			return nil, fmt.Errorf("cluster %q: cache of the engaged cluster not synced within %s", rec.name, e.opts.CacheSyncTimeout)
+		}
+		return in, nil
+	}
+	in.stopped = make(chan struct{})
 	if m.Build != nil {
 		cl, err := e.build(run, m.Build)
 		if err != nil {
@@ -278,6 +341,7 @@ func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance
 				// The application runs this cluster itself (upstream's examples
 				// start the cluster they hand to a provider): use it as it is.
 				in.built = false
+				in.stopped = nil // the application runs it, not the engine
 				exited = nil
 				continue
 			}
@@ -335,7 +399,9 @@ func errOrStopped(err error) error {
 func (e *Engine) exited(rec *record, in *instance, err error) {
 	err = errOrStopped(err)
 	e.mu.Lock()
-	if rec.cur != in || e.records[rec.name] != rec {
+	// By its stopped signal: an instance engaged again after an outage
+	// carries it over.
+	if rec.cur == nil || rec.cur.stopped != in.stopped || e.records[rec.name] != rec || rec.state != StateEngaged {
 		e.mu.Unlock()
 		return
 	}
@@ -376,10 +442,12 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	var stop []*instance
 	var releases []func()
+	e.closing = true
 	for _, rec := range e.records {
 		rec.gen++ // attempts in flight give up
+		e.notifyLocked(rec, nil, fmt.Errorf("cluster %q: the fleet engine stopped", rec.name))
 		for _, in := range []*instance{rec.cur, rec.next} {
-			if in != nil && in.run != nil {
+			if in != nil {
 				stop = append(stop, in)
 			}
 		}
@@ -395,13 +463,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	for _, in := range stop {
 		e.teardown("", in, "stopped")
 	}
-	// Fences go once every cluster this replica ran has stopped, so that the
-	// next owners can take over at once, and never while one still runs.
-	for _, in := range stop {
-		if in.stopped != nil {
-			<-in.stopped
-		}
-	}
+	// Fences go once every cluster this replica ran has stopped and drained,
+	// so that the next owners can take over at once, and never while one
+	// still runs.
+	e.drain("", stop)
 	for _, release := range releases {
 		release()
 	}
@@ -415,9 +480,6 @@ func (e *Engine) reassign() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	for _, rec := range e.records {
-		if rec.member == nil {
-			continue
-		}
 		owns := e.opts.Admission.Owns(rec.name)
 		switch {
 		case owns && rec.state == StateWanted:

@@ -74,3 +74,6 @@ func WithPerClusterReconcileMetrics(maxClusters int) Option {
 func WithClusterStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.cacheSyncTimeout = d }
 }
+
+// The coordinator bounds the engine's drain before a fence is released.
+var _ fleet.DrainBound = &sharding.Coordinator{}

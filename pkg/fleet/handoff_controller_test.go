@@ -1,0 +1,98 @@
+package fleet_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
+	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
+	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
+	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
+)
+
+// Defect 4: a controller refuses an engagement whose context is already
+// done: accepting it would replace the live engagement of the name and end it.
+func TestControllerRefusesADoneEngagement(t *testing.T) {
+	mgr := mctest.NewManager(t, members.Config(0), nil)
+	c, err := mccontroller.NewUnmanaged("done-engagement", mgr, mccontroller.Options{
+		Reconciler: mcreconcile.Func(func(context.Context, mcreconcile.Request) (reconcile.Result, error) {
+			return reconcile.Result{}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := running(t, 1)
+	if err := c.Engage(context.Background(), "member", live); err != nil {
+		t.Fatal(err)
+	}
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := c.Engage(done, "member", running(t, 2)); err == nil {
+		t.Fatal("a controller accepted an engagement whose context was done")
+	}
+}
+
+// Defect 7: a request in flight when its cluster is replaced (rotated
+// credentials, a reconnect) is requeued for the new instance, even when no
+// watch would produce it again (here: a channel event).
+func TestRequestInFlightSurvivesReplacement(t *testing.T) {
+	mgr := mctest.NewManager(t, members.Config(0), nil)
+	events := make(chan mcsource.GenericEvent[*corev1.ConfigMap], 1)
+	var calls atomic.Int32
+	entered, proceed := make(chan struct{}), make(chan struct{})
+	c, err := mccontroller.New("replaced-in-flight", mgr, mccontroller.Options{
+		Reconciler: mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+			if calls.Add(1) == 1 {
+				close(entered)
+				<-proceed
+			}
+			return reconcile.Result{}, nil
+		}),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MultiClusterWatch(mcsource.Channel(events, mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())); err != nil {
+		t.Fatal(err)
+	}
+	mctest.Start(t, mgr)
+
+	first := running(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if err := mgr.Engage(ctx, "rotated", first); err != nil {
+		t.Fatal(err)
+	}
+	events <- mcsource.GenericEvent[*corev1.ConfigMap]{ClusterName: "rotated",
+		Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ping"}}}
+	select {
+	case <-entered:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the channel event was not reconciled")
+	}
+	// The cluster's credentials rotate: a new instance replaces the first.
+	if err := mgr.Engage(ctx, "rotated", running(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	close(proceed)
+	mctest.Eventually(t, 30*time.Second, func() error {
+		if n := calls.Load(); n < 2 {
+			return errDropped
+		}
+		return nil
+	})
+}
+
+var errDropped = errorString("the request in flight was not reconciled again on the new instance")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
