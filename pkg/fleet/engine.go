@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -16,8 +17,11 @@ import (
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// ErrNotOwned is returned, wrapped, by Engage for a cluster that sharding
-// assigns to another replica: this replica must not run it.
+// ErrNotOwned reports a cluster that sharding assigns to another replica.
+//
+// Deprecated: Engage no longer returns it: an adopted cluster owned
+// elsewhere waits, as every member does, and is engaged once this replica
+// owns it. Kept so that callers that test for it still build.
 var ErrNotOwned = errors.New("cluster owned by another replica")
 
 // Engine owns the lifecycle of every cluster of the fleet: one record per
@@ -63,6 +67,9 @@ type record struct {
 	// engaging the one being engaged with subscribers right now: their first
 	// reconciles may ask for it before the engagement completes.
 	cur, next, engaging *instance
+	// runs are the clusters the engine started for this record that may still
+	// run (an attempt in flight among them): a fence waits for all of them.
+	runs []*instance
 
 	gen     uint64      // bumped by every decision that makes attempts in flight stale
 	retry   *time.Timer // the next attempt after a failure
@@ -364,12 +371,7 @@ func (e *Engine) recordLocked(name multicluster.ClusterName) *record {
 // removeLocked takes rec out of the fleet. It returns the instances to tear
 // down and the fence to release once they have stopped and drained.
 func (e *Engine) removeLocked(rec *record, why string) (stop []*instance, release func()) {
-	for _, in := range []*instance{rec.cur, rec.next} {
-		if in != nil {
-			stop = append(stop, in)
-		}
-	}
-	rec.cur, rec.next, rec.engaging = nil, nil, nil
+	stop = rec.takeInstances()
 	release = rec.releaseFence
 	rec.fence, rec.releaseFence = nil, nil
 	if rec.owner != nil {
@@ -404,6 +406,19 @@ func (e *Engine) releaseSeriesLocked(name multicluster.ClusterName) {
 	if e.opts.OnRelease != nil {
 		e.opts.OnRelease(name)
 	}
+}
+
+// takeInstances detaches every instance of rec, current, next and any the
+// engine still runs for an attempt in flight, for teardown.
+func (rec *record) takeInstances() []*instance {
+	var out []*instance
+	for _, in := range append([]*instance{rec.cur, rec.next}, rec.runs...) {
+		if in != nil && !slices.Contains(out, in) {
+			out = append(out, in)
+		}
+	}
+	rec.cur, rec.next, rec.engaging, rec.runs = nil, nil, nil, nil
+	return out
 }
 
 // errSuperseded is returned by engage when a newer decision made the
@@ -496,6 +511,20 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		}
 	}
 	return fmt.Errorf("cluster %q: %w", rec.name, err)
+}
+
+// finished reports whether nothing of in runs any more: its run ended, its
+// cluster (if the engine runs it) stopped, and no reconcile holds it.
+func (in *instance) finished() bool {
+	if in.run.Err() == nil || (in.stopped != nil && !in.dead()) {
+		return false
+	}
+	select {
+	case <-in.inflight.wait():
+		return true
+	default:
+		return false
+	}
 }
 
 // dead reports whether the engine ran the instance's cluster and its Start

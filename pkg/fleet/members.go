@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,6 +25,13 @@ func (e *Engine) SetMember(m Member) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rec := e.recordLocked(m.Name)
+	if rec.member != nil && rec.member.adopted && rec.owner != nil && rec.owner.ctx.Err() != nil {
+		// Its provider let go of it already (the removal is on its way): the
+		// published member replaces it.
+		rec.owner.stop()
+		rec.owner = nil
+		rec.member = nil
+	}
 	if rec.member != nil && rec.member.adopted {
 		e.log.Error(errors.New("the name is engaged by a provider through Engage; a name has one source"), "Ignoring member", "cluster", m.Name)
 		return
@@ -176,13 +184,7 @@ func (e *Engine) fenceLost(rec *record, fence context.Context) {
 // unadmitLocked takes rec back to StateWanted; its instances are torn down,
 // then, once drained, its fence released.
 func (e *Engine) unadmitLocked(rec *record, why string) {
-	var stop []*instance
-	for _, in := range []*instance{rec.cur, rec.next} {
-		if in != nil {
-			stop = append(stop, in)
-		}
-	}
-	rec.cur, rec.next, rec.engaging = nil, nil, nil
+	stop := rec.takeInstances()
 	rec.gen++
 	if rec.retry != nil {
 		rec.retry.Stop()
@@ -224,7 +226,7 @@ func (e *Engine) attemptLocked(rec *record) {
 
 // attempt builds, starts and syncs one instance of a member, then engages it.
 func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent context.Context) {
-	in, err := e.start(rec, mp, m, parent)
+	in, err := e.start(rec, gen, mp, m, parent)
 	if err == nil {
 		e.mu.Lock()
 		if rec.gen != gen {
@@ -244,8 +246,10 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if rec.gen != gen || e.records[rec.name] != rec {
-		return // superseded: the error belongs to an attempt nobody waits for
+	if rec.gen != gen || e.records[rec.name] != rec || parent.Err() != nil {
+		// Superseded, or its fence (or the engine) ended, which is handled
+		// where that is noticed: the error belongs to an attempt nobody waits for.
+		return
 	}
 	if rec.next == in {
 		rec.next = nil
@@ -272,14 +276,30 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 	})
 }
 
+// track puts in on rec's books (see record.runs), unless a newer decision
+// made the attempt stale.
+func (e *Engine) track(rec *record, gen uint64, in *instance) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rec.gen != gen {
+		in.stopRun()
+		return errSuperseded(rec.name)
+	}
+	rec.runs = append(slices.DeleteFunc(rec.runs, (*instance).finished), in)
+	return nil
+}
+
 // start builds (or takes) the member's cluster, starts it and waits for its
 // cache, bounded by CacheSyncTimeout.
-func (e *Engine) start(rec *record, mp *Member, m Member, parent context.Context) (*instance, error) {
+func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent context.Context) (*instance, error) {
 	run, stopRun := context.WithCancel(parent)
 	in := &instance{hash: m.Hash, member: mp, run: run, stopRun: stopRun}
 	if m.adopted {
 		// Its provider started and synced it, and runs it: it is only checked.
 		in.cl = m.Cluster
+		if err := e.track(rec, gen, in); err != nil {
+			return nil, err
+		}
 		syncCtx, cancel := context.WithTimeout(run, e.opts.CacheSyncTimeout)
 		defer cancel()
 		if !in.cl.GetCache().WaitForCacheSync(syncCtx) {
@@ -300,6 +320,12 @@ func (e *Engine) start(rec *record, mp *Member, m Member, parent context.Context
 		in.cl = m.Cluster
 	}
 
+	// Every cluster the engine runs is on the record's books before it starts,
+	// so that whoever takes the record's fence away stops and waits for it,
+	// even while this attempt has not reported back.
+	if err := e.track(rec, gen, in); err != nil {
+		return nil, err
+	}
 	exited := make(chan error, 1)
 	e.wg.Go(func() {
 		// The one goroutine per cluster: Start blocks while the cluster runs.
@@ -407,6 +433,18 @@ func (e *Engine) exited(rec *record, in *instance, err error) {
 	}
 	e.log.Error(err, "Cluster stopped running", "cluster", rec.name)
 	e.disconnectLocked(rec, "start-failed: "+err.Error())
+	if in.built && rec.member != nil {
+		// A cluster the engine built is built again with backoff, whether or
+		// not probes run.
+		gen := rec.gen
+		rec.retry = time.AfterFunc(rec.backoff, func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if rec.gen == gen && e.records[rec.name] == rec && e.ctx.Err() == nil && rec.state == StateDisconnected {
+				e.attemptLocked(rec)
+			}
+		})
+	}
 	e.mu.Unlock()
 }
 
@@ -446,11 +484,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	for _, rec := range e.records {
 		rec.gen++ // attempts in flight give up
 		e.notifyLocked(rec, nil, fmt.Errorf("cluster %q: the fleet engine stopped", rec.name))
-		for _, in := range []*instance{rec.cur, rec.next} {
-			if in != nil {
-				stop = append(stop, in)
-			}
-		}
+		stop = append(stop, rec.takeInstances()...)
 		if rec.retry != nil {
 			rec.retry.Stop()
 		}
