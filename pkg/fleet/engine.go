@@ -33,14 +33,18 @@ type Engine struct {
 	// mu guards everything below and every record's fields. It is never held
 	// while calling out: subscribers, Build, Report, Refresh and the network
 	// are called without it.
-	mu      sync.RWMutex    // read-locked by Get and State, which reconcilers call per request
-	ctx     context.Context // the engine's run; nil until Start
-	records map[multicluster.ClusterName]*record
-	subs    []multicluster.Aware // append-only
-	ready   bool                 // startup readiness, latched
-	adopted uint64               // adopted instances so far: their members' hashes
-	closing bool                 // Start waits for wg: no more goroutines on it
-	wg      sync.WaitGroup       // attempts, probes and cluster runs
+	mu  sync.RWMutex    // read-locked by Get and State, which reconcilers call per request
+	ctx context.Context // the engine's run; nil until Start
+	// base is the parent of every cluster's run: it ends with the engine's
+	// run, and exists before it for adopted clusters engaged before Start.
+	base     context.Context
+	stopBase context.CancelFunc
+	records  map[multicluster.ClusterName]*record
+	subs     []multicluster.Aware // append-only
+	ready    bool                 // startup readiness, latched
+	adopted  uint64               // adopted instances so far: their members' hashes
+	closing  bool                 // Start waits for wg: no more goroutines on it
+	wg       sync.WaitGroup       // attempts, probes and cluster runs
 
 	healthSeries metrics.SeriesCap
 }
@@ -168,6 +172,7 @@ func (f *inflight) wait() <-chan struct{} {
 func New(opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{opts: opts, log: opts.Logger, records: map[multicluster.ClusterName]*record{}}
+	e.base, e.stopBase = context.WithCancel(context.Background())
 	e.healthSeries.Max = opts.MaxHealthSeries
 	for _, st := range allStates {
 		metrics.Clusters.WithLabelValues(string(st)).Add(0) // every state has a series, at zero
@@ -315,10 +320,13 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 // runsLocked reports whether the engine runs rec now: started, not stopping,
 // and this replica owns it.
 func (e *Engine) runsLocked(rec *record) bool {
-	if e.ctx == nil || e.ctx.Err() != nil {
-		return false
-	}
 	adm := e.opts.Admission
+	switch {
+	case e.base.Err() != nil:
+		return false
+	case e.ctx == nil:
+		return adm == nil && rec.member != nil && rec.member.adopted // see admitLocked
+	}
 	return adm == nil || adm.Owns(rec.name)
 }
 

@@ -71,12 +71,26 @@ func TestRequestInFlightSurvivesReplacement(t *testing.T) {
 	if err := mgr.Engage(ctx, "rotated", first); err != nil {
 		t.Fatal(err)
 	}
-	events <- mcsource.GenericEvent[*corev1.ConfigMap]{ClusterName: "rotated",
+	// The controller's channel registration in the new cluster may lag its
+	// engagement: send until the event is reconciled, then never again.
+	ping := mcsource.GenericEvent[*corev1.ConfigMap]{ClusterName: "rotated",
 		Object: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "ping"}}}
-	select {
-	case <-entered:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the channel event was not reconciled")
+	deadline := time.After(30 * time.Second)
+	for sent := false; !sent; {
+		select {
+		case events <- ping:
+		case <-entered:
+			sent = true
+		case <-deadline:
+			t.Fatal("the channel event was not reconciled")
+		}
+		if !sent {
+			select {
+			case <-entered:
+				sent = true
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
 	}
 	// The cluster's credentials rotate: a new instance replaces the first.
 	if err := mgr.Engage(ctx, "rotated", running(t, 1)); err != nil {

@@ -113,10 +113,16 @@ func (e *Engine) drain(name multicluster.ClusterName, stop []*instance) {
 
 // admitLocked starts an attempt for rec's member if this replica may run it.
 func (e *Engine) admitLocked(rec *record) {
-	if e.ctx == nil || e.ctx.Err() != nil || rec.member == nil {
+	adm := e.opts.Admission
+	if rec.member == nil || e.base.Err() != nil {
 		return
 	}
-	adm := e.opts.Admission
+	// Before the engine runs, only adopted clusters without sharding are
+	// engaged (their provider runs them, and subscribers remember them until
+	// they start); members wait in StateWanted.
+	if e.ctx == nil && (adm != nil || !rec.member.adopted) {
+		return
+	}
 	if adm != nil && rec.fence == nil {
 		if !adm.Owns(rec.name) || rec.acquiring {
 			return
@@ -217,7 +223,7 @@ func (e *Engine) attemptLocked(rec *record) {
 	}
 	mp := rec.member
 	m := *mp
-	parent := e.ctx
+	parent := e.base
 	if rec.fence != nil {
 		parent = rec.fence
 	}
@@ -270,7 +276,7 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 	rec.retry = time.AfterFunc(rec.backoff, func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if rec.gen == gen && e.records[rec.name] == rec && e.ctx.Err() == nil {
+		if rec.gen == gen && e.records[rec.name] == rec && e.base.Err() == nil {
 			e.attemptLocked(rec)
 		}
 	})
@@ -295,16 +301,11 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 	run, stopRun := context.WithCancel(parent)
 	in := &instance{hash: m.Hash, member: mp, run: run, stopRun: stopRun}
 	if m.adopted {
-		// Its provider started and synced it, and runs it: it is only checked.
+		// Its provider started and synced it before Engage, and runs it: the
+		// engine only engages it, as it always has.
 		in.cl = m.Cluster
 		if err := e.track(rec, gen, in); err != nil {
 			return nil, err
-		}
-		syncCtx, cancel := context.WithTimeout(run, e.opts.CacheSyncTimeout)
-		defer cancel()
-		if !in.cl.GetCache().WaitForCacheSync(syncCtx) {
-			stopRun()
-			return nil, fmt.Errorf("cluster %q: cache of the engaged cluster not synced within %s", rec.name, e.opts.CacheSyncTimeout)
 		}
 		return in, nil
 	}
@@ -440,7 +441,7 @@ func (e *Engine) exited(rec *record, in *instance, err error) {
 		rec.retry = time.AfterFunc(rec.backoff, func() {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			if rec.gen == gen && e.records[rec.name] == rec && e.ctx.Err() == nil && rec.state == StateDisconnected {
+			if rec.gen == gen && e.records[rec.name] == rec && e.base.Err() == nil && rec.state == StateDisconnected {
 				e.attemptLocked(rec)
 			}
 		})
@@ -458,8 +459,11 @@ func (e *Engine) Start(ctx context.Context) error {
 		return errors.New("fleet engine: already started")
 	}
 	e.ctx = ctx
+	context.AfterFunc(ctx, e.stopBase)
 	for _, rec := range e.records {
-		e.admitLocked(rec)
+		if rec.state == StateWanted { // adopted clusters may run already
+			e.admitLocked(rec)
+		}
 	}
 	e.mu.Unlock()
 
