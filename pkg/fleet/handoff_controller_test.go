@@ -6,13 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
 )
@@ -110,3 +113,39 @@ var errDropped = errorString("the request in flight was not reconciled again on 
 type errorString string
 
 func (e errorString) Error() string { return string(e) }
+
+// Defect 8: a cluster that leaves frees its place under the per-cluster
+// reconcile series cap, so that clusters that join later get a series.
+func TestReconcileSeriesReleasedWithTheirCluster(t *testing.T) {
+	const ns = "series-released"
+	mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(1)), ns)
+	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(1)), ns, "cm", nil)
+	mgr := mctest.NewManager(t, members.Config(0), nil, mcmanager.WithPerClusterReconcileMetrics(1))
+	rec := fleetController(t, mgr, "series-released", ns)
+	mctest.Start(t, mgr)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	if err := mgr.Engage(ctx, "first", running(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	rec.WaitFor(t, 1, "first", ns, "cm")
+	cancel()
+	mctest.Eventually(t, 0, func() error {
+		if _, err := mgr.GetCluster(context.Background(), "first"); err == nil {
+			return errorString("first still engaged")
+		}
+		return nil
+	})
+	second, cancelSecond := context.WithCancel(context.Background())
+	defer cancelSecond()
+	if err := mgr.Engage(second, "second", running(t, 1)); err != nil {
+		t.Fatal(err)
+	}
+	rec.WaitFor(t, 1, "second", ns, "cm")
+	mctest.Eventually(t, 0, func() error {
+		if testutil.ToFloat64(metrics.Reconciles.WithLabelValues("series-released", "second", "success")) == 0 {
+			return errorString("the cluster that joined after another left has no reconcile series")
+		}
+		return nil
+	})
+}
