@@ -60,6 +60,13 @@ var (
 		Help: "Watches of a controller that failed to start or sync in a cluster, by controller (retried with backoff).",
 	}, []string{"controller"})
 
+	// DrainOverruns counts fences released while reconciles against their
+	// cluster were still running after the drain timeout.
+	DrainOverruns = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "multicluster_drain_overruns_total",
+		Help: "Fences released although reconciles against the cluster outlived the drain timeout.",
+	})
+
 	// Reconciles counts reconciles per cluster when enabled (cardinality-capped).
 	Reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "multicluster_reconcile_total",
@@ -69,7 +76,7 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(Clusters, Transitions, Engagements, Disengagements, Healthy, ProbeDuration,
-		DroppedRequests, WatchFailures, Reconciles)
+		DroppedRequests, WatchFailures, Reconciles, DrainOverruns)
 }
 
 // SeriesCap admits a bounded number of label values for per-cluster series:

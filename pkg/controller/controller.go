@@ -100,10 +100,16 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 		if engaged == nil {
 			return c.notEngaged(req), nil
 		}
+		// The engine holds the cluster's fence until this reconcile returned.
+		held, ok := c.hold(req.Cluster())
+		if !ok {
+			return c.notEngaged(req), nil
+		}
 		c.stopWaiting(req)
 		ctx, release := withEngagement(ctx, engaged)
 		res, err := user.Reconcile(ctx, req)
 		release()
+		held()
 		if engaged.Err() != nil && !c.stopping() {
 			return c.disengagedDuring(req, err), nil
 		}
@@ -187,6 +193,10 @@ func (c *mcController[request]) Engage(ctx context.Context, name multicluster.Cl
 // Both are decided under one lock, so that a concurrent MultiClusterWatch
 // starts its source in this cluster or leaves it to us, never both.
 func (c *mcController[request]) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.TypedSource[request], error) {
+	if err := ctx.Err(); err != nil {
+		// A done engagement would replace a live one and end it at once.
+		return nil, nil, fmt.Errorf("controller %q: cluster %q: engagement context already done: %w", c.name, name, err)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if old, ok := c.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
@@ -501,10 +511,36 @@ func (c *mcController[request]) stopping() bool {
 	return c.ctx != nil && c.ctx.Err() != nil
 }
 
-// disengagedDuring drops a request whose cluster's engagement ended while it
-// was reconciled: its context was cancelled, and whatever it failed to do is
-// done again from the initial list of the cluster when it is engaged again.
+// hold marks a reconcile against the cluster in flight with the fleet engine,
+// so that the cluster's fence waits for it; ok is false when the engine knows
+// the cluster but does not run it here. The host, and clusters engaged with
+// this controller by something other than the engine, need no hold.
+func (c *mcController[request]) hold(name multicluster.ClusterName) (done func(), ok bool) {
+	if c.fleet == nil || name == "" {
+		return func() {}, true
+	}
+	_, done, ok = c.fleet.Hold(name)
+	if ok {
+		return done, true
+	}
+	if _, known := c.fleet.State(name); known {
+		return nil, false
+	}
+	return func() {}, true
+}
+
+// disengagedDuring handles a request whose cluster's engagement ended while
+// it was reconciled: its context was cancelled. If the same name is engaged
+// again, or on its way (a replaced instance: rotated credentials, a
+// reconnect), the request is requeued: requests no watch produces again (hub
+// fan-out, channel events, RequeueAfter chains) are not lost. Otherwise it is
+// dropped: whatever it failed to do is done again from the initial list of
+// the cluster when it is engaged again.
 func (c *mcController[request]) disengagedDuring(req request, err error) reconcile.Result {
+	if now := c.engagement(req.Cluster()); (now != nil && now.Err() == nil) || (c.fleet != nil && c.fleet.Joining(req.Cluster())) {
+		c.log.V(1).Info("Requeueing request: its cluster was replaced while it was reconciled", "cluster", req.Cluster(), "request", fmt.Sprint(req))
+		return reconcile.Result{RequeueAfter: time.Millisecond}
+	}
 	metrics.DroppedRequests.WithLabelValues(c.name, "cluster-disengaged").Inc()
 	log := c.log.WithValues("cluster", req.Cluster(), "request", fmt.Sprint(req), "reason", "cluster-disengaged")
 	if err != nil {

@@ -22,14 +22,23 @@
 // cluster's name and counted in multicluster_cluster_transitions_total;
 // multicluster_clusters{state} counts the clusters in each state.
 //
-// # Two ways in
+// # Two front doors, one way in
 //
 // Built-in providers publish desired members (SetMember: a name, a content
 // hash and how to build the cluster); the engine does the rest, and replaces
 // the cluster when the hash changes. Providers written as the seeds describe
-// start their clusters themselves and call Engage (through the manager): the
-// engine adopts such a cluster, probes it, and disengages and re-engages it
-// with its health; it cannot rebuild what it did not build.
+// start their clusters themselves and call Engage (through the manager).
+// Inside the engine such an adopted cluster is a member with a pre-built
+// cluster: admitted, fenced, probed, drained, handed off and torn down by the
+// same code as every other member; only, the engine cannot rebuild what it
+// did not build.
+//
+// # Draining
+//
+// Reconciles hold their cluster (Hold) while they run. Before a cluster's
+// fence is released (removal, hand-off, fence loss, shutdown), the cluster is
+// disengaged, its cache stopped, and its reconciles in flight waited for,
+// bounded by Options.DrainTimeout; an overrun is logged and counted.
 //
 // # Health
 //

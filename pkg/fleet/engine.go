@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -17,8 +15,11 @@ import (
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// ErrNotOwned is returned, wrapped, by Engage for a cluster that sharding
-// assigns to another replica: this replica must not run it.
+// ErrNotOwned reports a cluster that sharding assigns to another replica.
+//
+// Deprecated: Engage no longer returns it: an adopted cluster owned
+// elsewhere waits, as every member does, and is engaged once this replica
+// owns it. Kept so that callers that test for it still build.
 var ErrNotOwned = errors.New("cluster owned by another replica")
 
 // Engine owns the lifecycle of every cluster of the fleet: one record per
@@ -30,73 +31,27 @@ type Engine struct {
 	// mu guards everything below and every record's fields. It is never held
 	// while calling out: subscribers, Build, Report, Refresh and the network
 	// are called without it.
-	mu      sync.RWMutex    // read-locked by Get and State, which reconcilers call per request
-	ctx     context.Context // the engine's run; nil until Start
-	records map[multicluster.ClusterName]*record
-	subs    []multicluster.Aware // append-only
-	ready   bool                 // startup readiness, latched
-	wg      sync.WaitGroup       // attempts, probes and cluster runs
+	mu  sync.RWMutex    // read-locked by Get and State, which reconcilers call per request
+	ctx context.Context // the engine's run; nil until Start
+	// base is the parent of every cluster's run: it ends with the engine's
+	// run, and exists before it for adopted clusters engaged before Start.
+	base     context.Context
+	stopBase context.CancelFunc
+	records  map[multicluster.ClusterName]*record
+	subs     []multicluster.Aware // append-only
+	ready    bool                 // startup readiness, latched
+	adopted  uint64               // adopted instances so far: their members' hashes
+	closing  bool                 // Start waits for wg: no more goroutines on it
+	wg       sync.WaitGroup       // attempts, probes and cluster runs
 
 	healthSeries metrics.SeriesCap
-}
-
-// record is one cluster name's place in the fleet.
-type record struct {
-	name  multicluster.ClusterName
-	state State
-
-	member *Member // what the provider wants; nil for an adopted cluster
-
-	// cur is the instance subscribers were engaged with (engaged or
-	// disconnected), next the one being started (first start or replacement),
-	// engaging the one being engaged with subscribers right now: their first
-	// reconciles may ask for it before the engagement completes.
-	cur, next, engaging *instance
-
-	gen     uint64      // bumped by every decision that makes attempts in flight stale
-	retry   *time.Timer // the next attempt after a failure
-	backoff time.Duration
-
-	// fence is held while this replica may run the cluster (sharding).
-	fence        context.Context
-	releaseFence func()
-	acquiring    bool
-
-	failures  int // consecutive failed probes
-	nextProbe time.Time
-	probing   bool
-	settled   bool // engaged or declared disconnected at least once: readiness
-}
-
-// instance is one cluster.Cluster of a record and the work tied to it.
-type instance struct {
-	cl   cluster.Cluster
-	hash string
-	// built is set when the engine built the cluster from Member.Build: it may
-	// be stopped and built again. Otherwise the cluster is the provider's
-	// (adopted through Engage, or Member.Cluster) and is only engaged and
-	// disengaged.
-	built bool
-	// run ends the cluster's Start (built and Member.Cluster instances); nil
-	// for adopted clusters, which their provider runs.
-	run     context.Context
-	stopRun context.CancelFunc
-	// owner is the context the engagement lives within: the provider's for an
-	// adopted cluster, run for the others.
-	owner     context.Context
-	stopOwner func() bool // unregisters the AfterFunc on an adopted cluster's owner
-	// stopped is closed when the cluster's Start returned (nil if the engine
-	// does not run it).
-	stopped chan struct{}
-	// eng is the engagement with subscribers; nil while not engaged.
-	eng       context.Context
-	disengage context.CancelFunc
 }
 
 // New returns an engine; run it with Start.
 func New(opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{opts: opts, log: opts.Logger, records: map[multicluster.ClusterName]*record{}}
+	e.base, e.stopBase = context.WithCancel(context.Background())
 	e.healthSeries.Max = opts.MaxHealthSeries
 	for _, st := range allStates {
 		metrics.Clusters.WithLabelValues(string(st)).Add(0) // every state has a series, at zero
@@ -124,108 +79,6 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 	e.log.Info("Cluster "+string(to), "cluster", rec.name, "from", string(from), "reason", why)
 }
 
-// Subscribe engages a with every engaged cluster now and every cluster
-// engaged later. It returns once a has been offered the current ones,
-// concurrently; their errors are logged and counted, not returned: the
-// clusters stay engaged with everyone else.
-func (e *Engine) Subscribe(a multicluster.Aware) {
-	e.mu.Lock()
-	e.subs = append(e.subs, a)
-	type target struct {
-		name multicluster.ClusterName
-		in   *instance
-	}
-	var targets []target
-	for _, rec := range e.records {
-		if rec.state == StateEngaged && rec.cur != nil && rec.cur.eng != nil {
-			targets = append(targets, target{rec.name, rec.cur})
-		}
-	}
-	e.mu.Unlock()
-
-	var wg sync.WaitGroup
-	for _, t := range targets {
-		wg.Go(func() {
-			if err := a.Engage(t.in.eng, t.name, t.in.cl); err != nil && t.in.eng.Err() == nil {
-				metrics.Engagements.WithLabelValues("failure").Inc()
-				e.log.Error(err, "Failed to engage a cluster with a runnable added late", "cluster", t.name)
-			}
-		})
-	}
-	wg.Wait()
-}
-
-// Engage adopts a cluster that its provider started and synced, and engages
-// it with every subscriber: the way in of providers written as the seeds
-// describe. ctx is the provider's: when it ends, the cluster is gone. The
-// engagement is all or nothing: if a subscriber refuses, every subscriber
-// lets go of the cluster and the error is returned.
-//
-// Engaging the same instance again under a new ctx keeps the engagement and
-// ties it to the new ctx; a different instance replaces the engaged one.
-func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("cluster %q: engagement context already done: %w", name, err)
-	}
-	if adm := e.opts.Admission; adm != nil && !adm.Owns(name) {
-		return fmt.Errorf("cluster %q: %w", name, ErrNotOwned)
-	}
-	e.mu.Lock()
-	rec := e.recordLocked(name)
-	if rec.member != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("cluster %q: already a member published by a provider; a name has one source", name)
-	}
-	if cur := rec.cur; cur != nil && cur.cl == cl && cur.eng != nil && cur.eng.Err() == nil {
-		// The same instance under a new owner: move the engagement's lifetime
-		// over, so that cancelling the old ctx does not end it.
-		e.ownLocked(rec, cur, ctx)
-		e.mu.Unlock()
-		return nil
-	}
-	rec.gen++
-	gen := rec.gen
-	in := &instance{cl: cl}
-	e.ownLocked(rec, in, ctx)
-	e.mu.Unlock()
-	return e.engage(rec, gen, in)
-}
-
-// ownLocked ties an adopted instance to its provider's ctx: when ctx ends,
-// the instance leaves (and with it the record, unless replaced).
-func (e *Engine) ownLocked(rec *record, in *instance, ctx context.Context) {
-	if in.stopOwner != nil {
-		in.stopOwner()
-	}
-	in.owner = ctx
-	in.stopOwner = context.AfterFunc(ctx, func() { e.ownerDone(rec, in) })
-}
-
-func (e *Engine) ownerDone(rec *record, in *instance) {
-	e.mu.Lock()
-	if in.owner.Err() == nil { // re-owned meanwhile
-		e.mu.Unlock()
-		return
-	}
-	var stop []*instance
-	switch {
-	case rec.cur == in:
-		stop = append(stop, in)
-		rec.cur = nil
-		if rec.next == nil {
-			e.forgetLocked(rec, "provider-stopped")
-		}
-	case rec.next == in:
-		rec.next = nil
-		rec.gen++
-		stop = append(stop, in)
-	}
-	e.mu.Unlock()
-	for _, in := range stop {
-		e.teardown(rec.name, in, "provider-stopped")
-	}
-}
-
 // recordLocked returns name's record, creating it.
 func (e *Engine) recordLocked(name multicluster.ClusterName) *record {
 	rec, ok := e.records[name]
@@ -234,6 +87,21 @@ func (e *Engine) recordLocked(name multicluster.ClusterName) *record {
 		e.records[name] = rec
 	}
 	return rec
+}
+
+// removeLocked takes rec out of the fleet. It returns the instances to tear
+// down and the fence to release once they have stopped and drained.
+func (e *Engine) removeLocked(rec *record, why string) (stop []*instance, release func()) {
+	stop = rec.takeInstances()
+	release = rec.releaseFence
+	rec.fence, rec.releaseFence = nil, nil
+	if rec.owner != nil {
+		rec.owner.stop()
+		rec.owner = nil
+	}
+	e.notifyLocked(rec, nil, fmt.Errorf("cluster %q: removed while engaging (%s)", rec.name, why))
+	e.forgetLocked(rec, why)
+	return stop, release
 }
 
 // forgetLocked removes rec from the fleet.
@@ -247,133 +115,18 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 		rec.retry.Stop()
 	}
 	e.transitionLocked(rec, StateGone, why)
-	if e.healthSeries.Release(rec.name) {
-		metrics.Healthy.DeleteLabelValues(rec.name)
-	}
+	e.releaseSeriesLocked(rec.name)
 }
 
-// engage engages in with every subscriber, all or nothing, and makes it the
-// record's current instance; the instance it replaces is torn down. It is
-// called for adopted and built instances alike.
-func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
-	e.mu.Lock()
-	if rec.gen != gen || e.records[rec.name] != rec {
-		e.mu.Unlock()
-		return fmt.Errorf("cluster %q: replaced or removed while engaging", rec.name)
+// releaseSeriesLocked drops the cluster's per-cluster series: it is gone, or
+// run by another replica now.
+func (e *Engine) releaseSeriesLocked(name multicluster.ClusterName) {
+	if e.healthSeries.Release(name) {
+		metrics.Healthy.DeleteLabelValues(name)
 	}
-	if rec.cur == nil && rec.state != StateDisconnected {
-		e.transitionLocked(rec, StateStarting, "engaging")
+	if e.opts.OnRelease != nil {
+		e.opts.OnRelease(name)
 	}
-	parent := in.owner
-	if in.run == nil {
-		// Adopted: the provider's ctx may be replaced by a later Engage of the
-		// same instance (see ownLocked); the engagement ends when the current
-		// owner's does, through ownerDone, not with the first owner.
-		parent = context.WithoutCancel(in.owner)
-	}
-	in.eng, in.disengage = context.WithCancel(parent)
-	rec.engaging = in
-	subs := slices.Clone(e.subs)
-	e.mu.Unlock()
-	defer func() {
-		e.mu.Lock()
-		if rec.engaging == in {
-			rec.engaging = nil
-		}
-		e.mu.Unlock()
-	}()
-
-	err := engageAll(in.eng, rec.name, in.cl, subs)
-	for err == nil {
-		e.mu.Lock()
-		if rec.gen != gen || e.records[rec.name] != rec || in.owner.Err() != nil {
-			if rec.cur == nil && rec.next == nil && rec.member == nil {
-				e.forgetLocked(rec, "provider-stopped")
-			}
-			e.mu.Unlock()
-			in.disengage()
-			return fmt.Errorf("cluster %q: replaced or removed while engaging", rec.name)
-		}
-		if len(e.subs) > len(subs) {
-			// Subscribed meanwhile: they did not see this instance.
-			more := slices.Clone(e.subs[len(subs):])
-			subs = append(subs, more...)
-			e.mu.Unlock()
-			err = engageAll(in.eng, rec.name, in.cl, more)
-			continue
-		}
-		old := rec.cur
-		rec.cur, rec.failures, rec.backoff = in, 0, 0
-		if rec.next == in {
-			rec.next = nil
-		}
-		rec.nextProbe = time.Now().Add(e.opts.Health.Interval)
-		e.transitionLocked(rec, StateEngaged, "engaged with every controller and runnable")
-		member := rec.member
-		e.mu.Unlock()
-		metrics.Engagements.WithLabelValues("success").Inc()
-		if old != nil && old != in {
-			e.teardown(rec.name, old, "replaced")
-		}
-		if member != nil && member.Report != nil {
-			member.Report(nil)
-		}
-		return nil
-	}
-
-	// Refused: nobody keeps the new instance. Subscribers that had replaced the
-	// previous instance with it take the previous one back.
-	in.disengage()
-	metrics.Engagements.WithLabelValues("failure").Inc()
-	e.mu.Lock()
-	old := rec.cur
-	if rec.cur == nil && rec.next == nil && rec.member == nil && e.records[rec.name] == rec {
-		e.forgetLocked(rec, "engagement refused")
-	}
-	e.mu.Unlock()
-	if old != nil && old != in && old.eng != nil && old.eng.Err() == nil {
-		if ferr := engageAll(old.eng, rec.name, old.cl, subs); ferr != nil {
-			e.log.Error(ferr, "Failed to engage the previous cluster again after its replacement was refused", "cluster", rec.name)
-		}
-	}
-	return fmt.Errorf("cluster %q: %w", rec.name, err)
-}
-
-// engageAll engages every subscriber concurrently and joins their errors.
-func engageAll(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster, subs []multicluster.Aware) error {
-	switch len(subs) {
-	case 0:
-		return nil
-	case 1:
-		return subs[0].Engage(ctx, name, cl)
-	}
-	errs := make([]error, len(subs))
-	var wg sync.WaitGroup
-	for i, s := range subs {
-		wg.Go(func() { errs[i] = s.Engage(ctx, name, cl) })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// teardown ends an instance's engagement and, if the engine runs it, the
-// cluster itself.
-func (e *Engine) teardown(name multicluster.ClusterName, in *instance, why string) {
-	if in.disengage != nil && in.eng.Err() == nil {
-		metrics.Disengagements.WithLabelValues(why).Inc()
-	}
-	if in.disengage != nil {
-		in.disengage()
-	}
-	if in.stopOwner != nil {
-		in.stopOwner()
-	}
-	if in.stopRun != nil {
-		// The engine runs this cluster (for a cluster the application started
-		// itself, only the engagement's context ends).
-		in.stopRun()
-	}
-	_ = name
 }
 
 // Get returns the engaged cluster of name. A disconnected cluster yields an
@@ -458,7 +211,8 @@ func (e *Engine) Clusters() []Status {
 }
 
 // Ready is a healthz.Checker for startup readiness: it passes once every
-// cluster known is engaged or has been declared disconnected, and stays
+// cluster known that this replica owns is engaged or has been declared
+// disconnected (a cluster waiting for its fence counts), and stays
 // passing from then on. A dead member never holds it back beyond its first
 // failed attempt.
 func (e *Engine) Ready(_ *http.Request) error {
@@ -472,7 +226,10 @@ func (e *Engine) Ready(_ *http.Request) error {
 	}
 	var waiting []string
 	for _, rec := range e.records {
-		if !rec.settled && rec.state != StateWanted {
+		// A cluster this replica owns counts while it waits for its fence: in
+		// a rolling update, the new pod is not ready while the old one still
+		// holds its clusters.
+		if !rec.settled && (rec.state != StateWanted || e.runsLocked(rec)) {
 			waiting = append(waiting, rec.name)
 		}
 	}
@@ -486,3 +243,69 @@ func (e *Engine) Ready(_ *http.Request) error {
 	e.ready = true
 	return nil
 }
+
+// Start runs the engine: members published so far start now, probes run
+// until ctx ends; then every cluster is torn down and Start returns once all
+// of them have stopped.
+func (e *Engine) Start(ctx context.Context) error {
+	e.mu.Lock()
+	if e.ctx != nil {
+		e.mu.Unlock()
+		return errors.New("fleet engine: already started")
+	}
+	e.ctx = ctx
+	context.AfterFunc(ctx, e.stopBase)
+	for _, rec := range e.records {
+		if rec.state == StateWanted { // adopted clusters may run already
+			e.admitLocked(rec)
+		}
+	}
+	e.mu.Unlock()
+
+	var admissionChanged <-chan struct{}
+	if e.opts.Admission != nil {
+		admissionChanged = e.opts.Admission.Changed()
+	}
+	e.runProbes(ctx, func() {
+		// Between probe rounds: re-evaluate ownership when it changed.
+		select {
+		case <-admissionChanged:
+			admissionChanged = e.opts.Admission.Changed()
+			e.reassign()
+		default:
+		}
+	})
+
+	e.mu.Lock()
+	var stop []*instance
+	var releases []func()
+	e.closing = true
+	for _, rec := range e.records {
+		rec.gen++ // attempts in flight give up
+		e.notifyLocked(rec, nil, fmt.Errorf("cluster %q: the fleet engine stopped", rec.name))
+		stop = append(stop, rec.takeInstances()...)
+		if rec.retry != nil {
+			rec.retry.Stop()
+		}
+		if rec.releaseFence != nil {
+			releases = append(releases, rec.releaseFence)
+			rec.fence, rec.releaseFence = nil, nil
+		}
+	}
+	e.mu.Unlock()
+	for _, in := range stop {
+		e.teardown("", in, "stopped")
+	}
+	// Fences go once every cluster this replica ran has stopped and drained,
+	// so that the next owners can take over at once, and never while one
+	// still runs.
+	e.drain("", stop)
+	for _, release := range releases {
+		release()
+	}
+	e.wg.Wait()
+	return nil
+}
+
+// NeedLeaderElection is false: every replica runs its share of the fleet.
+func (e *Engine) NeedLeaderElection() bool { return false }

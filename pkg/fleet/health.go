@@ -168,12 +168,11 @@ func (e *Engine) reconnectLocked(rec *record) {
 	}
 	rec.gen++
 	gen := rec.gen
-	again := &instance{cl: in.cl, hash: in.hash, run: in.run, stopRun: in.stopRun, owner: in.owner, stopOwner: in.stopOwner}
+	// The same cluster, run as before (by its provider, or by the engine when
+	// the application started it): its stopped signal carries over, so that
+	// its death is still noticed and a fence waits for it.
+	again := &instance{cl: in.cl, hash: in.hash, member: in.member, run: in.run, stopRun: in.stopRun, stopped: in.stopped}
 	rec.cur = again
-	if in.run == nil {
-		// Adopted: the new instance takes over the provider's ctx.
-		e.ownLocked(rec, again, in.owner)
-	}
 	e.wg.Go(func() {
 		if err := e.engage(rec, gen, again); err != nil {
 			e.log.Error(err, "Failed to engage a cluster again after it recovered", "cluster", rec.name)

@@ -58,6 +58,10 @@ type Member struct {
 	// or 403 from a probe): the provider re-reads its source and publishes the
 	// member again if its content changed.
 	Refresh func()
+
+	// adopted marks a member made by Engage: its Cluster is run by the
+	// provider, which synced it; the engine neither starts nor stops it.
+	adopted bool
 }
 
 // Publisher takes the desired members of the fleet. The Multi-Cluster Manager
@@ -84,6 +88,15 @@ type Admission interface {
 	// Acquire blocks until this replica holds the cluster's fence. The returned
 	// context ends if the fence is lost; release gives it up.
 	Acquire(ctx context.Context, name string) (fenced context.Context, release func(), err error)
+}
+
+// DrainBound is implemented by an Admission whose fences bound the drain: a
+// fence lost to a renewal lapse may be taken by the next owner MaxDrain after
+// this replica notices the loss, so reconciles in flight must have returned by
+// then. The engine drains for at most the smaller of MaxDrain and
+// Options.DrainTimeout.
+type DrainBound interface {
+	MaxDrain() time.Duration
 }
 
 // HealthOptions configure the health probes of engaged clusters. The zero
@@ -140,6 +153,16 @@ type Options struct {
 	MaxHealthSeries int
 	// Admission, if set, decides which clusters this replica runs.
 	Admission Admission
+	// DrainTimeout bounds how long a cluster's fence waits, once the cluster
+	// was disengaged, for reconciles in flight against it (see Engine.Hold) to
+	// return before it is released. A reconcile that outlives it is logged and
+	// counted in multicluster_drain_overruns_total. Default 5s, and never more
+	// than the Admission's MaxDrain (see DrainBound).
+	DrainTimeout time.Duration
+	// OnRelease, if set, is called with the engine's lock held when a cluster
+	// leaves this replica (removed, or handed to another replica): per-cluster
+	// series are dropped. It must not call the engine.
+	OnRelease func(name multicluster.ClusterName)
 }
 
 // Defaults of Options.
@@ -149,6 +172,7 @@ const (
 	DefaultMaxBackoff          = 30 * time.Second
 	DefaultMaxConcurrentProbes = 32
 	DefaultMaxHealthSeries     = 1000
+	DefaultDrainTimeout        = 5 * time.Second
 )
 
 func (o Options) withDefaults() Options {
@@ -170,6 +194,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxHealthSeries <= 0 {
 		o.MaxHealthSeries = DefaultMaxHealthSeries
+	}
+	if o.DrainTimeout <= 0 {
+		o.DrainTimeout = DefaultDrainTimeout
+	}
+	if b, ok := o.Admission.(DrainBound); ok && b.MaxDrain() > 0 {
+		o.DrainTimeout = min(o.DrainTimeout, b.MaxDrain())
 	}
 	return o
 }

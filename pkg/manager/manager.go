@@ -125,7 +125,14 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 		engineOpts.Admission = adm
 	}
 	if o.reconcileSeries > 0 {
-		m.reconcileSeries = &metrics.SeriesCap{Max: o.reconcileSeries}
+		series := &metrics.SeriesCap{Max: o.reconcileSeries}
+		m.reconcileSeries = series
+		// A cluster that leaves this replica frees its place under the cap.
+		engineOpts.OnRelease = func(name multicluster.ClusterName) {
+			if series.Release(name) {
+				metrics.Reconciles.DeletePartialMatch(map[string]string{"cluster": name})
+			}
+		}
 	}
 	m.fleet = fleet.New(engineOpts)
 	if err := mgr.Add(m.fleet); err != nil {
@@ -224,8 +231,10 @@ func (m *mcManager) Add(r manager.Runnable) error {
 	return nil
 }
 
-// Engage hands a cluster that its provider runs to the fleet engine, which
-// engages it with every Aware runnable, all or nothing, and probes it.
+// Engage hands a cluster that its provider runs to the fleet engine. Inside
+// the engine it is a member like any other: admitted, fenced under sharding,
+// engaged with every Aware runnable (all or nothing), probed, handed off and
+// torn down by the same code. See fleet.Engine.Engage.
 func (m *mcManager) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if err := validName(name, cl); err != nil {
 		return err

@@ -36,9 +36,10 @@ func WithHealthChecks(h HealthOptions) Option {
 // process: each cluster is run by exactly one live replica, decided before
 // its cache starts (see package sharding for the Leases, the assignment, the
 // hand-off guarantees and the RBAC needed). Leader election can stay off.
-// Members published by built-in providers are admitted, fenced and handed off;
-// a custom provider's Engage of a cluster another replica owns fails with an
-// error wrapping fleet.ErrNotOwned.
+// Members published by built-in providers and clusters adopted through Engage
+// are admitted, fenced, drained and handed off alike; Engage of a cluster
+// another replica owns returns at once, and the cluster is engaged here if
+// this replica comes to own it.
 func WithSharding(opts sharding.Options) Option {
 	return func(o *options) {
 		o.sharding = func(mgr manager.Manager) (fleet.Admission, error) {
@@ -74,3 +75,6 @@ func WithPerClusterReconcileMetrics(maxClusters int) Option {
 func WithClusterStartTimeout(d time.Duration) Option {
 	return func(o *options) { o.cacheSyncTimeout = d }
 }
+
+// The coordinator bounds the engine's drain before a fence is released.
+var _ fleet.DrainBound = &sharding.Coordinator{}

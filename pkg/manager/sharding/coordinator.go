@@ -160,6 +160,16 @@ func (c *Coordinator) Identity() string { return c.opts.Identity }
 // NeedLeaderElection is false: sharding replaces leader election.
 func (c *Coordinator) NeedLeaderElection() bool { return false }
 
+// MaxDrain bounds how long the engine may wait, once it stopped a cluster, for
+// reconciles in flight before it releases the cluster's fence
+// (fleet.DrainBound): a replica that notices at RenewDeadline that it lost
+// its fences has LeaseDuration − RenewDeadline before peers take them over,
+// less one RetryPeriod of margin for the clock of the observing peer.
+func (c *Coordinator) MaxDrain() time.Duration {
+	window := c.opts.LeaseDuration - c.opts.RenewDeadline
+	return max(window-c.opts.RetryPeriod, window/2)
+}
+
 // Owns reports whether the cluster is assigned to this replica now. It is false
 // before Start has registered this replica and seen its peers, while this
 // replica cannot renew its member Lease, and once it is stopping.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -19,10 +20,18 @@ func (e *Engine) SetMember(m Member) {
 		e.log.Error(errors.New("exactly one of Build and Cluster must be set"), "Ignoring member", "cluster", m.Name)
 		return
 	}
+	m.adopted = false
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rec := e.recordLocked(m.Name)
-	if rec.member == nil && rec.cur != nil {
+	if rec.member != nil && rec.member.adopted && rec.owner != nil && rec.owner.ctx.Err() != nil {
+		// Its provider let go of it already (the removal is on its way): the
+		// published member replaces it.
+		rec.owner.stop()
+		rec.owner = nil
+		rec.member = nil
+	}
+	if rec.member != nil && rec.member.adopted {
 		e.log.Error(errors.New("the name is engaged by a provider through Engage; a name has one source"), "Ignoring member", "cluster", m.Name)
 		return
 	}
@@ -41,111 +50,13 @@ func (e *Engine) SetMember(m Member) {
 func (e *Engine) RemoveMember(name multicluster.ClusterName) {
 	e.mu.Lock()
 	rec, ok := e.records[name]
-	if !ok || rec.member == nil {
+	if !ok {
 		e.mu.Unlock()
 		return
 	}
-	stop := []*instance{rec.cur, rec.next}
-	rec.cur, rec.next = nil, nil
-	release := rec.releaseFence
-	rec.fence, rec.releaseFence = nil, nil
-	e.forgetLocked(rec, "removed by its provider")
+	stop, release := e.removeLocked(rec, "removed by its provider")
 	e.mu.Unlock()
 	e.teardownAndRelease(name, stop, "removed", release)
-}
-
-// teardownAndRelease tears instances down and, once the clusters have
-// stopped, releases the fence: no two replicas ever run one cluster.
-func (e *Engine) teardownAndRelease(name multicluster.ClusterName, stop []*instance, why string, release func()) {
-	for _, in := range stop {
-		if in != nil {
-			e.teardown(name, in, why)
-		}
-	}
-	if release == nil {
-		return
-	}
-	e.wg.Go(func() {
-		for _, in := range stop {
-			if in != nil && in.stopped != nil {
-				<-in.stopped
-			}
-		}
-		release()
-	})
-}
-
-// admitLocked starts an attempt for rec's member if this replica may run it.
-func (e *Engine) admitLocked(rec *record) {
-	if e.ctx == nil || e.ctx.Err() != nil || rec.member == nil {
-		return
-	}
-	adm := e.opts.Admission
-	if adm != nil && rec.fence == nil {
-		if !adm.Owns(rec.name) || rec.acquiring {
-			return
-		}
-		rec.acquiring = true
-		e.wg.Go(func() { e.acquire(rec) })
-		return
-	}
-	if rec.state == StateWanted {
-		e.transitionLocked(rec, StateAdmitted, "this replica runs it")
-	}
-	e.attemptLocked(rec)
-}
-
-// acquire waits for the cluster's fence, then admits it.
-func (e *Engine) acquire(rec *record) {
-	fence, release, err := e.opts.Admission.Acquire(e.ctx, rec.name)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	rec.acquiring = false
-	if err != nil {
-		if e.ctx.Err() == nil {
-			e.log.Error(err, "Failed to acquire the cluster's fence", "cluster", rec.name)
-		}
-		return
-	}
-	if e.records[rec.name] != rec || !e.opts.Admission.Owns(rec.name) {
-		e.wg.Go(release)
-		return
-	}
-	rec.fence, rec.releaseFence = fence, release
-	context.AfterFunc(fence, func() { e.fenceLost(rec, fence) })
-	e.admitLocked(rec)
-}
-
-// fenceLost stops a cluster whose fence ended (lost, or released).
-func (e *Engine) fenceLost(rec *record, fence context.Context) {
-	e.mu.Lock()
-	if rec.fence != fence {
-		e.mu.Unlock()
-		return
-	}
-	e.unadmitLocked(rec, "not-owned")
-	e.mu.Unlock()
-}
-
-// unadmitLocked takes rec back to StateWanted; its instances are torn down,
-// then its fence released.
-func (e *Engine) unadmitLocked(rec *record, why string) {
-	var stop []*instance
-	for _, in := range []*instance{rec.cur, rec.next} {
-		if in != nil {
-			stop = append(stop, in)
-		}
-	}
-	rec.cur, rec.next = nil, nil
-	rec.gen++
-	if rec.retry != nil {
-		rec.retry.Stop()
-	}
-	release := rec.releaseFence
-	rec.fence, rec.releaseFence = nil, nil
-	e.transitionLocked(rec, StateWanted, why)
-	name := rec.name
-	e.wg.Go(func() { e.teardownAndRelease(name, stop, why, release) })
 }
 
 // attemptLocked starts building and starting rec's member, abandoning any
@@ -164,17 +75,18 @@ func (e *Engine) attemptLocked(rec *record) {
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "starting")
 	}
-	m := *rec.member
-	parent := e.ctx
+	mp := rec.member
+	m := *mp
+	parent := e.base
 	if rec.fence != nil {
 		parent = rec.fence
 	}
-	e.wg.Go(func() { e.attempt(rec, gen, m, parent) })
+	e.wg.Go(func() { e.attempt(rec, gen, mp, m, parent) })
 }
 
 // attempt builds, starts and syncs one instance of a member, then engages it.
-func (e *Engine) attempt(rec *record, gen uint64, m Member, parent context.Context) {
-	in, err := e.start(rec, m, parent)
+func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent context.Context) {
+	in, err := e.start(rec, gen, mp, m, parent)
 	if err == nil {
 		e.mu.Lock()
 		if rec.gen != gen {
@@ -194,8 +106,10 @@ func (e *Engine) attempt(rec *record, gen uint64, m Member, parent context.Conte
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if rec.gen != gen || e.records[rec.name] != rec {
-		return // superseded: the error belongs to an attempt nobody waits for
+	if rec.gen != gen || e.records[rec.name] != rec || parent.Err() != nil {
+		// Superseded, or its fence (or the engine) ended, which is handled
+		// where that is noticed: the error belongs to an attempt nobody waits for.
+		return
 	}
 	if rec.next == in {
 		rec.next = nil
@@ -209,23 +123,47 @@ func (e *Engine) attempt(rec *record, gen uint64, m Member, parent context.Conte
 		e.transitionLocked(rec, StateDisconnected, "could not be started: "+err.Error())
 	}
 	e.log.Error(err, "Failed to start cluster, retrying", "cluster", rec.name, "retryIn", rec.backoff.String())
+	e.notifyLocked(rec, mp, err)
 	if report := m.Report; report != nil {
 		e.wg.Go(func() { report(err) })
 	}
 	rec.retry = time.AfterFunc(rec.backoff, func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if rec.gen == gen && e.records[rec.name] == rec && e.ctx.Err() == nil {
+		if rec.gen == gen && e.records[rec.name] == rec && e.base.Err() == nil {
 			e.attemptLocked(rec)
 		}
 	})
 }
 
+// track puts in on rec's books (see record.runs), unless a newer decision
+// made the attempt stale.
+func (e *Engine) track(rec *record, gen uint64, in *instance) error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if rec.gen != gen {
+		in.stopRun()
+		return errSuperseded(rec.name)
+	}
+	rec.runs = append(slices.DeleteFunc(rec.runs, (*instance).finished), in)
+	return nil
+}
+
 // start builds (or takes) the member's cluster, starts it and waits for its
 // cache, bounded by CacheSyncTimeout.
-func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance, error) {
+func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent context.Context) (*instance, error) {
 	run, stopRun := context.WithCancel(parent)
-	in := &instance{hash: m.Hash, run: run, stopRun: stopRun, owner: run, stopped: make(chan struct{})}
+	in := &instance{hash: m.Hash, member: mp, run: run, stopRun: stopRun}
+	if m.adopted {
+		// Its provider started and synced it before Engage, and runs it: the
+		// engine only engages it, as it always has.
+		in.cl = m.Cluster
+		if err := e.track(rec, gen, in); err != nil {
+			return nil, err
+		}
+		return in, nil
+	}
+	in.stopped = make(chan struct{})
 	if m.Build != nil {
 		cl, err := e.build(run, m.Build)
 		if err != nil {
@@ -237,6 +175,12 @@ func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance
 		in.cl = m.Cluster
 	}
 
+	// Every cluster the engine runs is on the record's books before it starts,
+	// so that whoever takes the record's fence away stops and waits for it,
+	// even while this attempt has not reported back.
+	if err := e.track(rec, gen, in); err != nil {
+		return nil, err
+	}
 	exited := make(chan error, 1)
 	e.wg.Go(func() {
 		// The one goroutine per cluster: Start blocks while the cluster runs.
@@ -278,6 +222,7 @@ func (e *Engine) start(rec *record, m Member, parent context.Context) (*instance
 				// The application runs this cluster itself (upstream's examples
 				// start the cluster they hand to a provider): use it as it is.
 				in.built = false
+				in.stopped = nil // the application runs it, not the engine
 				exited = nil
 				continue
 			}
@@ -335,98 +280,25 @@ func errOrStopped(err error) error {
 func (e *Engine) exited(rec *record, in *instance, err error) {
 	err = errOrStopped(err)
 	e.mu.Lock()
-	if rec.cur != in || e.records[rec.name] != rec {
+	// By its stopped signal: an instance engaged again after an outage
+	// carries it over.
+	if rec.cur == nil || rec.cur.stopped != in.stopped || e.records[rec.name] != rec || rec.state != StateEngaged {
 		e.mu.Unlock()
 		return
 	}
 	e.log.Error(err, "Cluster stopped running", "cluster", rec.name)
 	e.disconnectLocked(rec, "start-failed: "+err.Error())
-	e.mu.Unlock()
-}
-
-// Start runs the engine: members published so far start now, probes run
-// until ctx ends; then every cluster is torn down and Start returns once all
-// of them have stopped.
-func (e *Engine) Start(ctx context.Context) error {
-	e.mu.Lock()
-	if e.ctx != nil {
-		e.mu.Unlock()
-		return errors.New("fleet engine: already started")
-	}
-	e.ctx = ctx
-	for _, rec := range e.records {
-		e.admitLocked(rec)
-	}
-	e.mu.Unlock()
-
-	var admissionChanged <-chan struct{}
-	if e.opts.Admission != nil {
-		admissionChanged = e.opts.Admission.Changed()
-	}
-	e.runProbes(ctx, func() {
-		// Between probe rounds: re-evaluate ownership when it changed.
-		select {
-		case <-admissionChanged:
-			admissionChanged = e.opts.Admission.Changed()
-			e.reassign()
-		default:
-		}
-	})
-
-	e.mu.Lock()
-	var stop []*instance
-	var releases []func()
-	for _, rec := range e.records {
-		rec.gen++ // attempts in flight give up
-		for _, in := range []*instance{rec.cur, rec.next} {
-			if in != nil && in.run != nil {
-				stop = append(stop, in)
+	if in.built && rec.member != nil {
+		// A cluster the engine built is built again with backoff, whether or
+		// not probes run.
+		gen := rec.gen
+		rec.retry = time.AfterFunc(rec.backoff, func() {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if rec.gen == gen && e.records[rec.name] == rec && e.base.Err() == nil && rec.state == StateDisconnected {
+				e.attemptLocked(rec)
 			}
-		}
-		if rec.retry != nil {
-			rec.retry.Stop()
-		}
-		if rec.releaseFence != nil {
-			releases = append(releases, rec.releaseFence)
-			rec.fence, rec.releaseFence = nil, nil
-		}
+		})
 	}
 	e.mu.Unlock()
-	for _, in := range stop {
-		e.teardown("", in, "stopped")
-	}
-	// Fences go once every cluster this replica ran has stopped, so that the
-	// next owners can take over at once, and never while one still runs.
-	for _, in := range stop {
-		if in.stopped != nil {
-			<-in.stopped
-		}
-	}
-	for _, release := range releases {
-		release()
-	}
-	e.wg.Wait()
-	return nil
 }
-
-// reassign admits the members this replica owns now and lets go of the
-// others.
-func (e *Engine) reassign() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	for _, rec := range e.records {
-		if rec.member == nil {
-			continue
-		}
-		owns := e.opts.Admission.Owns(rec.name)
-		switch {
-		case owns && rec.state == StateWanted:
-			e.admitLocked(rec)
-		case !owns && rec.fence != nil:
-			e.unadmitLocked(rec, "not-owned")
-		}
-	}
-}
-
-// NeedLeaderElection is false: every replica runs its share of the fleet.
-func (e *Engine) NeedLeaderElection() bool { return false }

@@ -1,0 +1,319 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// Subscribe engages a with every engaged cluster now and every cluster
+// engaged later. It returns once a has been offered the current ones,
+// concurrently; their errors are logged and counted, not returned: the
+// clusters stay engaged with everyone else. A cluster whose engagement is in
+// flight is offered to a by that engagement, never twice.
+func (e *Engine) Subscribe(a multicluster.Aware) {
+	e.mu.Lock()
+	idx := len(e.subs)
+	e.subs = append(e.subs, a)
+	recs := make([]*record, 0, len(e.records))
+	for _, rec := range e.records {
+		recs = append(recs, rec)
+	}
+	e.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for _, rec := range recs {
+		wg.Go(func() { e.catchUp(rec, idx, a) })
+	}
+	wg.Wait()
+}
+
+// catchUp engages subscriber idx with rec's current instance unless it holds
+// it already. Serialized with rec's engagements by engMu: the one path that
+// catches late subscribers up besides the engagement itself.
+func (e *Engine) catchUp(rec *record, idx int, a multicluster.Aware) {
+	rec.engMu.Lock()
+	defer rec.engMu.Unlock()
+	e.mu.RLock()
+	in := rec.cur
+	ok := e.records[rec.name] == rec && rec.state == StateEngaged && in != nil && in.eng != nil && in.eng.Err() == nil
+	e.mu.RUnlock()
+	if !ok || (idx < len(in.offered) && in.offered[idx]) {
+		return
+	}
+	in.offer(idx)
+	if err := a.Engage(in.eng, rec.name, in.cl); err != nil && in.eng.Err() == nil {
+		metrics.Engagements.WithLabelValues("failure").Inc()
+		e.log.Error(err, "Failed to engage a cluster with a runnable added late", "cluster", rec.name)
+	}
+}
+
+// Engage adopts a cluster that its provider started and synced: the way in
+// of providers written as the seeds describe. Inside the engine the cluster
+// is a member like any other, with a pre-built cluster: admitted, fenced,
+// probed, handed off and torn down by the same code. ctx is the provider's:
+// when it ends, the member is removed.
+//
+// Engage returns once the cluster is engaged with every subscriber. If a
+// subscriber refuses, every subscriber lets go of the cluster, the member is
+// removed and the error is returned (all or nothing). Before the engine runs,
+// or while sharding assigns the cluster to another replica, Engage returns at
+// once: the member waits, and is engaged when this replica may run it.
+//
+// Engaging the same instance again, under the same or a new ctx, keeps the
+// engagement and ties it to the new ctx; a different instance replaces the
+// engaged one once it is engaged.
+func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("cluster %q: engagement context already done: %w", name, err)
+	}
+	e.mu.Lock()
+	rec := e.recordLocked(name)
+	if rec.member != nil && !rec.member.adopted {
+		e.mu.Unlock()
+		return fmt.Errorf("cluster %q: already a member published by a provider; a name has one source", name)
+	}
+	m := rec.member
+	if m == nil || m.Cluster != cl {
+		e.adopted++
+		m = &Member{Name: name, Hash: fmt.Sprintf("adopted-%d", e.adopted), Cluster: cl, adopted: true}
+		e.notifyLocked(rec, rec.member, fmt.Errorf("cluster %q: replaced by another instance", name))
+		rec.member = m
+		if rec.state == "" {
+			e.transitionLocked(rec, StateWanted, "engaged by its provider")
+		}
+		e.ownLocked(rec, m, ctx)
+		e.admitLocked(rec)
+	} else {
+		e.ownLocked(rec, m, ctx)
+	}
+	if (rec.cur != nil && rec.cur.member == m) || !e.runsLocked(rec) {
+		e.mu.Unlock()
+		return nil
+	}
+	w := &waiter{m: m, done: make(chan error, 1)}
+	rec.waiters = append(rec.waiters, w)
+	e.mu.Unlock()
+
+	select {
+	case err := <-w.done:
+		if err == nil {
+			return nil
+		}
+		// All or nothing: the provider hears of the refusal; the cluster leaves.
+		e.mu.Lock()
+		var stop []*instance
+		var release func()
+		if rec.member == m && e.records[name] == rec {
+			stop, release = e.removeLocked(rec, "engagement refused")
+		}
+		e.mu.Unlock()
+		e.teardownAndRelease(name, stop, "engagement refused", release)
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("cluster %q: engagement context ended while engaging: %w", name, ctx.Err())
+	}
+}
+
+// runsLocked reports whether the engine runs rec now: started, not stopping,
+// and this replica owns it.
+func (e *Engine) runsLocked(rec *record) bool {
+	adm := e.opts.Admission
+	switch {
+	case e.base.Err() != nil:
+		return false
+	case e.ctx == nil:
+		return adm == nil && rec.member != nil && rec.member.adopted // see admitLocked
+	}
+	return adm == nil || adm.Owns(rec.name)
+}
+
+// ownLocked ties an adopted member to its provider's ctx: when ctx ends, the
+// member is removed, unless it was re-owned or replaced meanwhile.
+func (e *Engine) ownLocked(rec *record, m *Member, ctx context.Context) {
+	if rec.owner != nil {
+		rec.owner.stop()
+	}
+	o := &owner{ctx: ctx}
+	rec.owner = o
+	o.stop = context.AfterFunc(ctx, func() { e.ownerDone(rec, m, o) })
+}
+
+func (e *Engine) ownerDone(rec *record, m *Member, o *owner) {
+	e.mu.Lock()
+	if rec.owner != o || rec.member != m || e.records[rec.name] != rec {
+		e.mu.Unlock()
+		return
+	}
+	stop, release := e.removeLocked(rec, "provider-stopped")
+	e.mu.Unlock()
+	e.teardownAndRelease(rec.name, stop, "provider-stopped", release)
+}
+
+// notifyLocked answers the Engage calls waiting for m (every one if m is nil).
+func (e *Engine) notifyLocked(rec *record, m *Member, err error) {
+	kept := rec.waiters[:0]
+	for _, w := range rec.waiters {
+		if m == nil || w.m == m {
+			w.done <- err
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(rec.waiters[len(kept):])
+	rec.waiters = kept
+}
+
+// errSuperseded is returned by engage when a newer decision made the
+// engagement stale.
+func errSuperseded(name multicluster.ClusterName) error {
+	return fmt.Errorf("cluster %q: replaced or removed while engaging", name)
+}
+
+// engage engages in with every subscriber, all or nothing, and makes it the
+// record's current instance; the instance it replaces is torn down. Every
+// instance, built or adopted, is engaged here.
+func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
+	rec.engMu.Lock()
+	defer rec.engMu.Unlock()
+	e.mu.Lock()
+	if rec.gen != gen || e.records[rec.name] != rec || in.run.Err() != nil {
+		e.mu.Unlock()
+		return errSuperseded(rec.name)
+	}
+	if rec.cur == nil && rec.state != StateDisconnected {
+		e.transitionLocked(rec, StateStarting, "engaging")
+	}
+	in.eng, in.disengage = context.WithCancel(in.run)
+	rec.engaging = in
+	subs := e.subs[:len(e.subs):len(e.subs)]
+	e.mu.Unlock()
+	defer func() {
+		e.mu.Lock()
+		if rec.engaging == in {
+			rec.engaging = nil
+		}
+		e.mu.Unlock()
+	}()
+
+	err := engageAll(in.eng, rec.name, in.cl, subs)
+	for err == nil {
+		for i := range subs {
+			in.offer(i)
+		}
+		e.mu.Lock()
+		if rec.gen != gen || e.records[rec.name] != rec || in.run.Err() != nil {
+			e.mu.Unlock()
+			in.disengage()
+			return errSuperseded(rec.name)
+		}
+		if in.dead() {
+			// Its Start returned while it was engaged: it is not made current.
+			e.mu.Unlock()
+			err = fmt.Errorf("cluster %q: stopped running while it was engaged", rec.name)
+			break
+		}
+		if len(e.subs) > len(subs) {
+			// Subscribed meanwhile: they did not see this instance.
+			more := e.subs[len(subs):len(e.subs):len(e.subs)]
+			subs = e.subs[:len(e.subs):len(e.subs)]
+			e.mu.Unlock()
+			err = engageAll(in.eng, rec.name, in.cl, more)
+			continue
+		}
+		old := rec.cur
+		rec.cur, rec.failures, rec.backoff = in, 0, 0
+		if rec.next == in {
+			rec.next = nil
+		}
+		rec.nextProbe = time.Now().Add(e.opts.Health.Interval)
+		e.transitionLocked(rec, StateEngaged, "engaged with every controller and runnable")
+		e.notifyLocked(rec, in.member, nil)
+		member := rec.member
+		e.mu.Unlock()
+		metrics.Engagements.WithLabelValues("success").Inc()
+		if old != nil && old != in {
+			e.teardown(rec.name, old, "replaced")
+		}
+		if member != nil && member.Report != nil {
+			member.Report(nil)
+		}
+		return nil
+	}
+
+	// Refused: nobody keeps the new instance. Subscribers that had replaced the
+	// previous instance with it take the previous one back.
+	in.disengage()
+	metrics.Engagements.WithLabelValues("failure").Inc()
+	e.mu.Lock()
+	old := rec.cur
+	e.mu.Unlock()
+	if old != nil && old != in && old.eng != nil && old.eng.Err() == nil {
+		if ferr := engageAll(old.eng, rec.name, old.cl, subs); ferr != nil {
+			e.log.Error(ferr, "Failed to engage the previous cluster again after its replacement was refused", "cluster", rec.name)
+		}
+	}
+	return fmt.Errorf("cluster %q: %w", rec.name, err)
+}
+
+// engageAll engages every subscriber concurrently and joins their errors.
+func engageAll(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster, subs []multicluster.Aware) error {
+	switch len(subs) {
+	case 0:
+		return nil
+	case 1:
+		return subs[0].Engage(ctx, name, cl)
+	}
+	errs := make([]error, len(subs))
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Go(func() { errs[i] = s.Engage(ctx, name, cl) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// teardown ends an instance's engagement and its run: the cluster itself if
+// the engine runs it (a cluster the application or provider started itself
+// keeps running; only its engagement ends).
+func (e *Engine) teardown(name multicluster.ClusterName, in *instance, why string) {
+	if in.disengage != nil && in.eng.Err() == nil {
+		metrics.Disengagements.WithLabelValues(why).Inc()
+	}
+	if in.disengage != nil {
+		in.disengage()
+	}
+	in.stopRun()
+	_ = name
+}
+
+// Hold marks a reconcile against name in flight: the cluster's fence is not
+// released before done is called (bounded by Options.DrainTimeout). It returns
+// the engagement's context, which ends when the cluster is disengaged; ok is
+// false if name is not engaged (or being engaged) on this replica.
+func (e *Engine) Hold(name multicluster.ClusterName) (engaged context.Context, done func(), ok bool) {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	rec, ok := e.records[name]
+	if !ok {
+		return nil, nil, false
+	}
+	var in *instance
+	switch {
+	case rec.engaging != nil && rec.engaging.eng.Err() == nil:
+		in = rec.engaging
+	case rec.state == StateEngaged && rec.cur != nil && rec.cur.eng != nil:
+		in = rec.cur
+	default:
+		return nil, nil, false
+	}
+	in.inflight.add()
+	return in.eng, sync.OnceFunc(in.inflight.done), true
+}

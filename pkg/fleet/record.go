@@ -1,0 +1,180 @@
+package fleet
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// record is one cluster name's place in the fleet.
+type record struct {
+	name  multicluster.ClusterName
+	state State
+
+	// member is what the provider wants: published with SetMember, or adopted
+	// through Engage (member.adopted), then owner is the provider's context the
+	// member lives within. Every record has a member.
+	member  *Member
+	owner   *owner
+	waiters []*waiter // Engage calls waiting for their member's first engagement
+
+	// engMu serializes engagements of this record with subscribers: a new
+	// instance's engagement and a late subscriber's catch-up never interleave,
+	// so every subscriber ends up holding the record's current instance.
+	engMu sync.Mutex
+
+	// cur is the instance subscribers were engaged with (engaged or
+	// disconnected), next the one being started (first start or replacement),
+	// engaging the one being engaged with subscribers right now: their first
+	// reconciles may ask for it before the engagement completes.
+	cur, next, engaging *instance
+	// runs are the clusters the engine started for this record that may still
+	// run (an attempt in flight among them): a fence waits for all of them.
+	runs []*instance
+
+	gen     uint64      // bumped by every decision that makes attempts in flight stale
+	retry   *time.Timer // the next attempt after a failure
+	backoff time.Duration
+
+	// fence is held while this replica may run the cluster (sharding).
+	fence          context.Context
+	releaseFence   func()
+	acquiring      bool          // an Acquire is in flight or scheduled
+	acquireBackoff time.Duration // wait before the next Acquire after a failed one
+
+	failures  int // consecutive failed probes
+	nextProbe time.Time
+	probing   bool
+	settled   bool // engaged or declared disconnected at least once: readiness
+}
+
+// owner is the provider's context an adopted member lives within.
+type owner struct {
+	ctx  context.Context
+	stop func() bool
+}
+
+// waiter is an Engage call waiting for its member's engagement.
+type waiter struct {
+	m    *Member
+	done chan error // buffered: the engine never blocks on a waiter
+}
+
+// instance is one cluster.Cluster of a record and the work tied to it.
+type instance struct {
+	cl     cluster.Cluster
+	hash   string
+	member *Member // the member it was started for
+	// built is set when the engine built the cluster from Member.Build: it may
+	// be stopped and built again. Otherwise the cluster is the provider's
+	// (adopted through Engage, or Member.Cluster) and is only engaged and
+	// disengaged.
+	built bool
+	// run is the instance's life in the engine: it ends on teardown, and with
+	// the fence or the engine. It ends the cluster's Start if the engine runs
+	// the cluster.
+	run     context.Context
+	stopRun context.CancelFunc
+	// stopped is closed when the cluster's Start returned (nil if the engine
+	// does not run it).
+	stopped chan struct{}
+	// eng is the engagement with subscribers; nil while not engaged.
+	eng       context.Context
+	disengage context.CancelFunc
+	// offered[i] is set once subscriber i was engaged with this instance;
+	// guarded by the record's engMu.
+	offered []bool
+	// inflight counts the reconciles running against this instance (Hold).
+	inflight inflight
+}
+
+// inflight counts work in flight and tells when none is left.
+type inflight struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed when n drops to zero; nil while n is zero
+}
+
+func (f *inflight) add() {
+	f.mu.Lock()
+	if f.n == 0 {
+		f.idle = make(chan struct{})
+	}
+	f.n++
+	f.mu.Unlock()
+}
+
+func (f *inflight) done() {
+	f.mu.Lock()
+	if f.n--; f.n == 0 {
+		close(f.idle)
+		f.idle = nil
+	}
+	f.mu.Unlock()
+}
+
+var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
+// wait returns a channel closed once nothing is in flight.
+func (f *inflight) wait() <-chan struct{} {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n == 0 {
+		return closedChan
+	}
+	return f.idle
+}
+
+// offer marks subscriber idx as engaged with in; under the record's engMu.
+func (in *instance) offer(idx int) {
+	for len(in.offered) <= idx {
+		in.offered = append(in.offered, false)
+	}
+	in.offered[idx] = true
+}
+
+// takeInstances detaches every instance of rec, current, next and any the
+// engine still runs for an attempt in flight, for teardown.
+func (rec *record) takeInstances() []*instance {
+	var out []*instance
+	for _, in := range append([]*instance{rec.cur, rec.next}, rec.runs...) {
+		if in != nil && !slices.Contains(out, in) {
+			out = append(out, in)
+		}
+	}
+	rec.cur, rec.next, rec.engaging, rec.runs = nil, nil, nil, nil
+	return out
+}
+
+// finished reports whether nothing of in runs any more: its run ended, its
+// cluster (if the engine runs it) stopped, and no reconcile holds it.
+func (in *instance) finished() bool {
+	if in.run.Err() == nil || (in.stopped != nil && !in.dead()) {
+		return false
+	}
+	select {
+	case <-in.inflight.wait():
+		return true
+	default:
+		return false
+	}
+}
+
+// dead reports whether the engine ran the instance's cluster and its Start
+// returned.
+func (in *instance) dead() bool {
+	if in.stopped == nil {
+		return false
+	}
+	select {
+	case <-in.stopped:
+		return true
+	default:
+		return false
+	}
+}
