@@ -224,22 +224,6 @@ func (c *mcController[request]) engagement(name multicluster.ClusterName) contex
 	return nil
 }
 
-// withEngagement returns ctx, cancelled also when engaged ends, and the
-// function that releases it. A reconcile ends with its cluster's engagement:
-// a member declared disconnected, removed or replaced does not keep the
-// worker that waits on it.
-func withEngagement(ctx, engaged context.Context) (context.Context, func()) {
-	if engaged.Done() == nil {
-		return ctx, func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(engaged, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-	}
-}
-
 // MultiClusterWatch adds src and, once the controller runs, starts it in every
 // engaged cluster.
 func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[request]) error {

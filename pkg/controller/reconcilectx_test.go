@@ -1,0 +1,128 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+// countingContext counts the registrations made on it through AfterFunc that
+// are still live (neither stopped nor run).
+type countingContext struct {
+	context.Context
+	mu   sync.Mutex
+	live int
+}
+
+func (c *countingContext) AfterFunc(f func()) func() bool {
+	c.mu.Lock()
+	c.live++
+	c.mu.Unlock()
+	var once sync.Once
+	end := func() { once.Do(func() { c.mu.Lock(); c.live--; c.mu.Unlock() }) }
+	stop := context.AfterFunc(c.Context, func() { end(); f() })
+	return func() bool {
+		stopped := stop()
+		if stopped {
+			end()
+		}
+		return stopped
+	}
+}
+
+// Value hides the embedded context's cancellation from the context package,
+// so that registrations go through AfterFunc.
+func (c *countingContext) Value(any) any { return nil }
+
+func (c *countingContext) registrations() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.live
+}
+
+func waitDone(t *testing.T, ctx context.Context, what string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("%s: context not done within 10s", what)
+	}
+}
+
+type key struct{}
+
+func TestReconcileContextEndsWithEngagement(t *testing.T) {
+	engagedCtx, disengage := context.WithCancel(context.Background())
+	defer disengage()
+	parent, stopController := context.WithCancel(context.WithValue(context.Background(), key{}, "reconcile"))
+	defer stopController()
+
+	ctx, release := withEngagement(parent, engagedCtx)
+	defer release()
+	child, cancelChild := context.WithTimeout(ctx, time.Hour)
+	defer cancelChild()
+	if ctx.Value(key{}) != "reconcile" || child.Value(key{}) != "reconcile" {
+		t.Errorf("the reconcile's values are lost: %v, %v", ctx.Value(key{}), child.Value(key{}))
+	}
+	if _, ok := ctx.Deadline(); ok {
+		t.Error("a deadline appeared that the reconcile's context does not have")
+	}
+	if err := ctx.Err(); err != nil {
+		t.Fatalf("Err before anything ended: %v", err)
+	}
+	disengage()
+	waitDone(t, ctx, "the reconcile's context")
+	waitDone(t, child, "a context derived from it")
+	if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Err after the engagement ended = %v, want context.Canceled", err)
+	}
+}
+
+func TestReconcileContextEndsWithController(t *testing.T) {
+	engagedCtx, disengage := context.WithCancel(context.Background())
+	defer disengage()
+	parent, stopController := context.WithCancel(context.Background())
+
+	ctx, release := withEngagement(parent, engagedCtx)
+	defer release()
+	done := ctx.Done()
+	stopController()
+	waitDone(t, ctx, "the reconcile's context")
+	if ctx.Done() != done {
+		t.Error("Done returned another channel on the second call")
+	}
+	if err := ctx.Err(); !errors.Is(err, context.Canceled) {
+		t.Errorf("Err after the controller stopped = %v, want context.Canceled", err)
+	}
+}
+
+// Many workers reconcile the same cluster: a reconcile that never asks for
+// Done registers nothing with the engagement's context (each registration
+// takes that context's lock), and one that does lets go when it is released.
+func TestReconcileContextRegistersOnlyWhenAsked(t *testing.T) {
+	base, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	engagedCtx := &countingContext{Context: base}
+	parent, stop := context.WithCancel(context.Background())
+	defer stop()
+
+	ctx, release := withEngagement(parent, engagedCtx)
+	_ = ctx.Err()
+	_ = ctx.Value(key{})
+	if n := engagedCtx.registrations(); n != 0 {
+		t.Errorf("a reconcile that did not ask for Done registered %d times with the engagement", n)
+	}
+	release()
+
+	ctx, release = withEngagement(parent, engagedCtx)
+	_ = ctx.Done()
+	if n := engagedCtx.registrations(); n != 1 {
+		t.Errorf("after Done: %d registrations with the engagement, want 1", n)
+	}
+	release()
+	if n := engagedCtx.registrations(); n != 0 {
+		t.Errorf("after release: %d registrations with the engagement left, want 0", n)
+	}
+}
