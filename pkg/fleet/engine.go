@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -34,7 +35,7 @@ type Engine struct {
 	ctx     context.Context // the engine's run; nil until Start
 	records map[multicluster.ClusterName]*record
 	subs    []multicluster.Aware // append-only
-	ready   bool                 // startup readiness, latched
+	ready   atomic.Bool          // startup readiness, latched; read without the lock
 	wg      sync.WaitGroup       // attempts, probes and cluster runs
 
 	healthSeries metrics.SeriesCap
@@ -461,12 +462,15 @@ func (e *Engine) Clusters() []Status {
 // cluster known is engaged or has been declared disconnected, and stays
 // passing from then on. A dead member never holds it back beyond its first
 // failed attempt.
+//
+// It reads under the read lock: a scan of every record must not stall the
+// reconcilers' Get behind each probe of /readyz.
 func (e *Engine) Ready(_ *http.Request) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.ready {
+	if e.ready.Load() {
 		return nil
 	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	if e.ctx == nil {
 		return errors.New("the fleet engine has not started")
 	}
@@ -483,6 +487,6 @@ func (e *Engine) Ready(_ *http.Request) error {
 		}
 		return fmt.Errorf("%d clusters not engaged yet: %v", len(waiting), waiting)
 	}
-	e.ready = true
+	e.ready.Store(true)
 	return nil
 }
