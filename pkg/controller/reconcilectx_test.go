@@ -6,6 +6,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
 
 // countingContext counts the registrations made on it through AfterFunc that
@@ -124,5 +127,37 @@ func TestReconcileContextRegistersOnlyWhenAsked(t *testing.T) {
 	release()
 	if n := engagedCtx.registrations(); n != 0 {
 		t.Errorf("after release: %d registrations with the engagement left, want 0", n)
+	}
+}
+
+// Every reconcile looks up its cluster's engagement. With thousands of
+// clusters engaging at start-up, the controller's lock is taken for writing
+// thousands of times; the lookup must not queue behind those writers.
+func TestEngagementLookupDoesNotWaitForWriters(t *testing.T) {
+	c := &mcController[mcreconcile.Request]{clusters: map[multicluster.ClusterName]*engagement{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	if _, _, err := c.engage(ctx, "member", nil); err != nil {
+		t.Fatal(err)
+	}
+	found := make(chan context.Context, 1)
+	c.mu.Lock()
+	go func() { found <- c.engagement("member") }()
+	select {
+	case got := <-found:
+		if got == nil {
+			t.Error("the engaged cluster was not found")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the lookup did not answer within 5s while a writer held the controller's lock")
+	}
+	c.mu.Unlock()
+	cancel()
+	deadline := time.Now().Add(5 * time.Second)
+	for c.engagement("member") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the engagement was still found 5s after it ended")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
