@@ -26,6 +26,14 @@ var DefaultMetrics = []string{
 	"ms-p50/join-first-reconcile",
 	"ms-p99/join-first-reconcile",
 	"ratio",
+	// CPU and scale figures: every benchmark reporting them prints one line
+	// per kind (multicluster, controller-runtime, client-go), so each bar
+	// stands beside its reference measured in the same run.
+	"µs-cpu/reconcile",
+	"ns-cpu/event",
+	"ms-cpu/cluster",
+	"goroutines/cluster",
+	"%core-idle",
 }
 
 type point struct {
