@@ -1,31 +1,18 @@
 package bench
 
 import (
-	"context"
 	"fmt"
 	"runtime"
-	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
-	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
-	clustersprovider "github.com/mcruntime/multicluster-runtime/providers/clusters"
 )
 
 func busyReq(cluster string, i int) mcreconcile.Request {
@@ -131,129 +118,4 @@ func BenchmarkQueueMemory(b *testing.B) {
 		b.ReportMetric(measure(newFairQueue), "B/item-fair")
 		b.ReportMetric(measure(newPlainQueue), "B/item-plain")
 	}
-}
-
-// BenchmarkDrain holds every reconcile until all requests are queued (the
-// caches of 10 clusters hold 2,000 ConfigMaps each: 20,000 requests), then
-// reports how fast 1 or 8 workers drain them with a cached Get each: with
-// the fair queue, with controller-runtime's queue (WithFairQueue(false)), and
-// plain controller-runtime draining 20,000 ConfigMaps of one cluster in the
-// same run; ratio is fair / controller-runtime. A drain lasts well under a
-// second, so on a shared machine one run says little: each figure is the
-// median of 5 runs, the three kinds taking turns.
-func BenchmarkDrain(b *testing.B) {
-	const clusters, perCluster, rounds = 10, 2000, 5
-	ns := seed(b, perCluster)
-	crNS := seed(b, clusters*perCluster)
-	for _, workers := range []int{1, 8} {
-		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			for i := 0; i < b.N; i++ {
-				var fair, plainQ, cr []float64
-				kinds := []func(){
-					func() { fair = append(fair, multiClusterDrain(b, ns, clusters, perCluster, workers, true)) },
-					func() { plainQ = append(plainQ, multiClusterDrain(b, ns, clusters, perCluster, workers, false)) },
-					func() { cr = append(cr, controllerRuntimeDrain(b, crNS, clusters*perCluster, workers)) },
-				}
-				for r := range rounds {
-					for k := range kinds {
-						kinds[(k+r)%len(kinds)]()
-					}
-				}
-				b.Logf("runs (reconciles/s): fair %.0f, controller-runtime's queue %.0f, plain controller-runtime %.0f", fair, plainQ, cr)
-				b.ReportMetric(median(fair), "reconciles/s-fair")
-				b.ReportMetric(median(plainQ), "reconciles/s-plainqueue")
-				b.ReportMetric(median(cr), "reconciles/s-controller-runtime")
-				b.ReportMetric(median(fair)/median(cr), "ratio")
-			}
-		})
-	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
-// gate holds every reconcile until released and counts them.
-type gate struct {
-	queued, done atomic.Int64
-	release      chan struct{}
-}
-
-func newGate() *gate { return &gate{release: make(chan struct{})} }
-
-func (g *gate) predicate() predicate.Funcs {
-	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { g.queued.Add(1); return true }}
-}
-
-func (g *gate) reconciled() {
-	<-g.release
-	g.done.Add(1)
-}
-
-// measure waits until total requests are queued, releases the reconciles
-// and returns the drain rate.
-func (g *gate) measure(b *testing.B, total int64) float64 {
-	waitFor(b, "every request to be queued", func() bool { return g.queued.Load() >= total })
-	// The last event's Add follows its predicate at once; give the handler
-	// that instant before timing.
-	time.Sleep(10 * time.Millisecond)
-	begin := time.Now()
-	close(g.release)
-	waitFor(b, "the queue to drain", func() bool { return g.done.Load() >= total })
-	return float64(total) / time.Since(begin).Seconds()
-}
-
-func multiClusterDrain(b *testing.B, ns string, clusters, perCluster, workers int, fair bool) float64 {
-	p := clustersprovider.New()
-	mgr := newManager(b, p)
-	g := newGate()
-	if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("drain-%d", nsCounter.Add(1))).
-		For(&corev1.ConfigMap{}).WithEventFilter(g.predicate()).
-		WithOptions(mccontroller.Options{MaxConcurrentReconciles: workers}).
-		WithFairQueue(fair).
-		Complete(cachedGetReconciler(mgr, func(mcreconcile.Request) { g.reconciled() })); err != nil {
-		b.Fatal(err)
-	}
-	stop := run(b, mgr)
-	defer stop()
-	for c := range clusters {
-		cl, err := pkgclusters.NewCluster(config(), inNamespace(ns))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := p.Add(context.Background(), fmt.Sprintf("drain-%d", c), cl); err != nil {
-			b.Fatal(err)
-		}
-	}
-	return g.measure(b, int64(clusters*perCluster))
-}
-
-func controllerRuntimeDrain(b *testing.B, ns string, total, workers int) float64 {
-	mgr, err := manager.New(config(), manager.Options{
-		Metrics:                server.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 logr.Discard(),
-		Cache:                  cacheInNamespace(ns),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	g := newGate()
-	if err := builder.ControllerManagedBy(mgr).Named(fmt.Sprintf("cr-drain-%d", nsCounter.Add(1))).
-		For(&corev1.ConfigMap{}).WithEventFilter(g.predicate()).
-		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			if err := mgr.GetClient().Get(ctx, req.NamespacedName, &corev1.ConfigMap{}); err != nil {
-				return reconcile.Result{}, err
-			}
-			g.reconciled()
-			return reconcile.Result{}, nil
-		})); err != nil {
-		b.Fatal(err)
-	}
-	stop := run(b, mgr)
-	defer stop()
-	return g.measure(b, int64(total))
 }

@@ -3,7 +3,6 @@ package bench
 import (
 	"context"
 	"fmt"
-	"syscall"
 	"testing"
 	"time"
 
@@ -54,12 +53,6 @@ func BenchmarkProbeCost(b *testing.B) {
 	b.ReportMetric(share(off), "%core-probes-off")
 	b.ReportMetric(share(on)-share(off), "%core-probing")
 	b.ReportMetric(probes/window.Seconds(), "probes/s")
-}
-
-func processCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func histogramCount() float64 {

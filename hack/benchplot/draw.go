@@ -38,6 +38,13 @@ func draw(p plot, runs []run1) (string, bool) {
 					continue
 				}
 				g := res.param
+				if s.kind != "" {
+					rest, ok := strings.CutSuffix("/"+g, "/"+s.kind)
+					if !ok {
+						continue
+					}
+					g = strings.TrimPrefix(rest, "/")
+				}
 				if _, seen := values[g]; !seen {
 					groups = append(groups, g)
 				}

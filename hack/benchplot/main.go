@@ -41,20 +41,42 @@ type plot struct {
 type series struct {
 	unit  string // the unit reported by b.ReportMetric
 	label string // legend
+	// kind, if set, is the last element of the sub-benchmark name that this
+	// series reads (BenchmarkDrain/workers=8/controller-runtime): benchmarks
+	// that measure a reference in the same run print it on a line of its own.
+	kind string
 }
 
 // Plots are the book's figures.
 var Plots = []plot{
 	{file: "engage-all-reconciled", family: "Engage", title: "Engaging a fleet: time until every ConfigMap of every cluster is reconciled",
-		axis: "seconds (lower is better)", xaxis: "clusters engaged at once", series: []series{{"s/all-reconciled", "multicluster-runtime"}}},
+		axis: "seconds (lower is better)", xaxis: "clusters engaged at once", series: []series{{"s/all-reconciled", "multicluster-runtime", ""}}},
 	{file: "engage-heap", family: "Engage", title: "Heap per engaged cluster, beyond its cached objects",
-		axis: "KB per cluster (lower is better)", xaxis: "clusters engaged", series: []series{{"KB-heap/cluster", "multicluster-runtime"}}},
+		axis: "KB per cluster (lower is better)", xaxis: "clusters engaged", series: []series{{"KB-heap/cluster", "multicluster-runtime", ""}}},
 	{file: "engage-join", family: "Engage", title: "One more cluster joining the fleet: engage to first reconcile",
 		axis: "milliseconds (lower is better)", xaxis: "clusters already engaged",
-		series: []series{{"ms-p50/join-first-reconcile", "p50"}, {"ms-p99/join-first-reconcile", "p99"}}},
+		series: []series{{"ms-p50/join-first-reconcile", "p50", ""}, {"ms-p99/join-first-reconcile", "p99", ""}}},
 	{file: "throughput", family: "Throughput", title: "Creates reconciled per second: 10 clusters beside controller-runtime on one, same run",
 		axis: "reconciles per second (higher is better)", xaxis: "",
-		series: []series{{"reconciles/s-multicluster", "multicluster-runtime, 10 clusters"}, {"reconciles/s-controller-runtime", "controller-runtime, 1 cluster (reference)"}}},
+		series: []series{{"reconciles/s-multicluster", "multicluster-runtime, 10 clusters", ""}, {"reconciles/s-controller-runtime", "controller-runtime, 1 cluster (reference)", ""}}},
+	{file: "drain-cpu", family: "Drain", title: "CPU per reconcile while draining 20,000 requests over 10 clusters, same run",
+		axis: "µs of CPU per reconcile (lower is better)", xaxis: "workers",
+		series: []series{{"µs-cpu/reconcile", "multicluster-runtime, fair queue", "fair"}, {"µs-cpu/reconcile", "multicluster-runtime, controller-runtime's queue", "plainqueue"}, {"µs-cpu/reconcile", "plain controller-runtime (reference)", "controller-runtime"}}},
+	{file: "event-cpu", family: "EventPath", title: "CPU per informer event until its request is queued, same run",
+		axis: "ns of CPU per event (lower is better)", xaxis: "",
+		series: []series{{"ns-cpu/event", "multicluster-runtime", "fair"}, {"ns-cpu/event", "plain controller-runtime (reference)", "controller-runtime"}}},
+	{file: "scale-all-reconciled", family: "Scale", title: "Clusters known at start-up: time until every object is reconciled",
+		axis: "seconds (lower is better)", xaxis: "clusters",
+		series: []series{{"s/all-reconciled", "multicluster-runtime", "multicluster"}, {"s/all-reconciled", "bare client-go informers (floor)", "client-go"}}},
+	{file: "scale-cpu", family: "Scale", title: "CPU per cluster until every object is reconciled",
+		axis: "ms of CPU per cluster (lower is better)", xaxis: "clusters",
+		series: []series{{"ms-cpu/cluster", "multicluster-runtime", "multicluster"}, {"ms-cpu/cluster", "bare client-go informers (floor)", "client-go"}}},
+	{file: "scale-heap", family: "Scale", title: "Heap per cluster once every object is reconciled",
+		axis: "KB per cluster (lower is better)", xaxis: "clusters",
+		series: []series{{"KB-heap/cluster", "multicluster-runtime", "multicluster"}, {"KB-heap/cluster", "bare client-go informers (floor)", "client-go"}}},
+	{file: "scale-idle", family: "Scale", title: "Idle CPU over two probe intervals once every object is reconciled",
+		axis: "% of one core (lower is better)", xaxis: "clusters",
+		series: []series{{"%core-idle", "multicluster-runtime (health probes on)", "multicluster"}, {"%core-idle", "bare client-go informers (floor)", "client-go"}}},
 }
 
 // result is one benchmark line: family, sub-benchmark parameter, metrics.

@@ -142,8 +142,12 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 	mu       sync.RWMutex
 	sources  []mcsource.TypedSource[request]
 	clusters map[multicluster.ClusterName]*engagement
-	queue    workqueue.TypedRateLimitingInterface[request] // set when the controller starts
-	ctx      context.Context                               // the controller's, set with queue
+	// live mirrors clusters (name → the engagement's context) for the
+	// lookup every reconcile makes: without mu, so that workers do not queue
+	// behind the writers of thousands of clusters engaging at start-up.
+	live  sync.Map
+	queue workqueue.TypedRateLimitingInterface[request] // set when the controller starts
+	ctx   context.Context                               // the controller's, set with queue
 
 	waitMu   sync.Mutex
 	waiting  map[request]time.Time // requests for joining clusters, since when
@@ -211,6 +215,7 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 		old.cancel()
 	}
 	c.clusters[name] = e
+	c.live.Store(name, e.ctx)
 	context.AfterFunc(ectx, func() { c.forget(name, e) })
 	if c.queue == nil {
 		return e, nil, nil
@@ -226,28 +231,10 @@ func (c *mcController[request]) engagement(name multicluster.ClusterName) contex
 	if name == "" {
 		return context.Background()
 	}
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	if e, ok := c.clusters[name]; ok {
-		return e.ctx
+	if ctx, ok := c.live.Load(name); ok {
+		return ctx.(context.Context)
 	}
 	return nil
-}
-
-// withEngagement returns ctx, cancelled also when engaged ends, and the
-// function that releases it. A reconcile ends with its cluster's engagement:
-// a member declared disconnected, removed or replaced does not keep the
-// worker that waits on it.
-func withEngagement(ctx, engaged context.Context) (context.Context, func()) {
-	if engaged.Done() == nil {
-		return ctx, func() {}
-	}
-	ctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(engaged, cancel)
-	return ctx, func() {
-		stop()
-		cancel()
-	}
 }
 
 // MultiClusterWatch adds src and, once the controller runs, starts it in every
@@ -405,6 +392,7 @@ func (c *mcController[request]) forget(name multicluster.ClusterName, e *engagem
 	c.mu.Lock()
 	if c.clusters[name] == e {
 		delete(c.clusters, name)
+		c.live.Delete(name)
 	}
 	c.mu.Unlock()
 }

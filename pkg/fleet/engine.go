@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -39,7 +40,7 @@ type Engine struct {
 	stopBase context.CancelFunc
 	records  map[multicluster.ClusterName]*record
 	subs     []multicluster.Aware // append-only
-	ready    bool                 // startup readiness, latched
+	ready    atomic.Bool          // startup readiness, latched; read without the lock
 	adopted  uint64               // adopted instances so far: their members' hashes
 	closing  bool                 // Start waits for wg: no more goroutines on it
 	wg       sync.WaitGroup       // attempts, probes and cluster runs
@@ -215,12 +216,15 @@ func (e *Engine) Clusters() []Status {
 // disconnected (a cluster waiting for its fence counts), and stays
 // passing from then on. A dead member never holds it back beyond its first
 // failed attempt.
+//
+// It reads under the read lock: a scan of every record must not stall the
+// reconcilers' Get behind each probe of /readyz.
 func (e *Engine) Ready(_ *http.Request) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if e.ready {
+	if e.ready.Load() {
 		return nil
 	}
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	if e.ctx == nil {
 		return errors.New("the fleet engine has not started")
 	}
@@ -240,7 +244,7 @@ func (e *Engine) Ready(_ *http.Request) error {
 		}
 		return fmt.Errorf("%d clusters not engaged yet: %v", len(waiting), waiting)
 	}
-	e.ready = true
+	e.ready.Store(true)
 	return nil
 }
 

@@ -51,7 +51,7 @@ type Queue[T comparable] struct {
 	cond *sync.Cond // a ready item, freed cluster capacity, shutdown or drain
 
 	items      map[T]*entry[T] // queued: ready, waiting or parked
-	processing map[T]time.Time // handed out and not yet Done, with the time
+	processing map[T]*entry[T] // handed out and not yet Done; at is when
 	clusters   map[string]*cluster[T]
 	waiting    waitHeap[T]
 	ready      int // entries ready or parked: what Len reports
@@ -88,7 +88,7 @@ type entry[T comparable] struct {
 	c        *cluster[T]
 	priority int
 	seq      uint64 // FIFO order among equal priorities
-	at       int64  // waiting: when due; ready: since when (latency metric); see Queue.now
+	at       int64  // waiting: when due; ready: since when (latency metric); processing: since when; see Queue.now
 	state    entryState
 	index    int // in the ready or the waiting heap
 }
@@ -115,7 +115,7 @@ func New[T comparable](name string, opts Options[T]) *Queue[T] {
 	q := &Queue[T]{
 		opts:       opts,
 		items:      map[T]*entry[T]{},
-		processing: map[T]time.Time{},
+		processing: map[T]*entry[T]{},
 		clusters:   map[string]*cluster[T]{},
 		epoch:      time.Now(),
 		done:       make(chan struct{}),
@@ -245,8 +245,12 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 			e.c.entries--
 			e.c.inflight++
 			q.ready--
-			q.processing[e.key] = time.Now()
-			q.metrics.get(e, q.now())
+			now := q.now()
+			q.metrics.get(e, now)
+			// The entry is kept while it is processed: Done finds its cluster
+			// through it, without hashing the cluster's name.
+			e.at = now
+			q.processing[e.key] = e
 			return e.key, e.priority, false
 		}
 		q.cond.Wait()
@@ -258,17 +262,18 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 func (q *Queue[T]) Done(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	start, ok := q.processing[item]
+	p, ok := q.processing[item]
 	if !ok {
 		return
 	}
 	delete(q.processing, item)
-	q.metrics.done(start)
-	c := q.clusters[q.opts.ClusterOf(item)]
+	now := q.now()
+	q.metrics.done(now - p.at)
+	c := p.c
 	c.inflight--
 	if e, ok := q.items[item]; ok && e.state == stateParked {
 		q.ready-- // counted again by makeReady
-		q.makeReady(e, q.now())
+		q.makeReady(e, now)
 	} else if c.ready.Len() > 0 {
 		q.cond.Signal() // the cluster may have been at its cap
 	}
@@ -482,7 +487,7 @@ func (q *Queue[T]) metricsLoop() {
 		case <-t.C:
 		}
 		q.mu.Lock()
-		q.metrics.updateUnfinished(q.processing, time.Now())
+		q.metrics.updateUnfinished(q.processing, q.now())
 		q.mu.Unlock()
 	}
 }

@@ -60,9 +60,10 @@ func (m *metrics[T]) get(e *entry[T], now int64) {
 	}
 }
 
-func (m *metrics[T]) done(start time.Time) {
+// done observes the work duration of an item processed for d nanoseconds.
+func (m *metrics[T]) done(d int64) {
 	if m != nil {
-		m.workDuration.Observe(time.Since(start).Seconds())
+		m.workDuration.Observe(time.Duration(d).Seconds())
 	}
 }
 
@@ -72,10 +73,10 @@ func (m *metrics[T]) retry() {
 	}
 }
 
-func (m *metrics[T]) updateUnfinished(processing map[T]time.Time, now time.Time) {
+func (m *metrics[T]) updateUnfinished(processing map[T]*entry[T], now int64) {
 	var total, oldest float64
-	for _, start := range processing {
-		age := now.Sub(start).Seconds()
+	for _, e := range processing {
+		age := time.Duration(now - e.at).Seconds()
 		total += age
 		oldest = max(oldest, age)
 	}

@@ -1,0 +1,276 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
+	clustersprovider "github.com/mcruntime/multicluster-runtime/providers/clusters"
+)
+
+// BenchmarkScale starts a manager whose provider knows N clusters at start-up
+// (1,000, 5,000 and 10,000 on one real API server, 20 ConfigMaps each), as a
+// file provider with N kubeconfigs would, and measures until every ConfigMap
+// of every cluster is reconciled with a cached Get (16 workers, the default);
+// then, in the same process, the floor: bare client-go informers, one per
+// cluster, doing the same lists and watches, their events reconciled by 16
+// workers from one workqueue with a read of the cluster's informer cache, and
+// no library. Skipped by -short; SCALE_CLUSTERS=N runs N clusters alone.
+//
+// One line per kind (Scale/clusters=N/multicluster, .../client-go): s/all-
+// reconciled (from start), ms-cpu/cluster (process CPU until then), KB-
+// heap/cluster and goroutines/cluster (after two GCs, once all are reconciled)
+// and %core-idle (the process's CPU over the next two default probe intervals,
+// one core = 100). The multicluster line adds what only the library has:
+// s/readyz (when the "clusters" readyz check first passes), %core-probing (its
+// idle CPU above the floor's: health probes at the default interval, mostly),
+// probes/s, metrics-series (series in controller-runtime's registry added by
+// the fleet), %wall-engine-lock and %wall-fairqueue-lock (time goroutines
+// waited for a lock released in the fleet engine, or in the fair queue, from
+// the mutex profile, summed over the waiting goroutines, as a share of the
+// time to all reconciled; µs-engine-lock/cluster is the same wait per
+// cluster), and the ratios to the floor: time-ratio, cpu-ratio, heap-ratio.
+func BenchmarkScale(b *testing.B) {
+	sizes := []int{1000, 5000, 10000}
+	if s := os.Getenv("SCALE_CLUSTERS"); s != "" {
+		// For a quick look, e.g. SCALE_CLUSTERS=200.
+		n, err := strconv.Atoi(s)
+		if err != nil {
+			b.Fatalf("SCALE_CLUSTERS=%q: %v", s, err)
+		}
+		sizes = []int{n}
+	}
+	if testing.Short() {
+		b.Skip("10,000 clusters on one API server take minutes; skipped by -short")
+	}
+	ns := seed(b, objectsPerCluster)
+	defer recordLockWaits()()
+	for _, n := range sizes {
+		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			mc := scaleMultiCluster(b, n, ns)
+			floor := scaleFloor(b, n, ns)
+			report(b, "multicluster", append(mc.figures(n),
+				figure{mc.readyz.Seconds(), "s/readyz"},
+				figure{mc.idle - floor.idle, "%core-probing"},
+				figure{mc.probes, "probes/s"},
+				figure{float64(mc.series), "metrics-series"},
+				figure{mc.engineLock, "%wall-engine-lock"},
+				figure{mc.queueLock, "%wall-fairqueue-lock"},
+				figure{mc.engineLockPerCluster, "µs-engine-lock/cluster"},
+				figure{mc.all.Seconds() / floor.all.Seconds(), "time-ratio"},
+				figure{mc.cpu.Seconds() / floor.cpu.Seconds(), "cpu-ratio"},
+				figure{float64(mc.heap) / float64(floor.heap), "heap-ratio"},
+			)...)
+			report(b, "client-go", floor.figures(n)...)
+		})
+	}
+}
+
+type scaleResult struct {
+	all        time.Duration // start to every object reconciled
+	cpu        time.Duration // process CPU over all
+	heap       int64         // live heap added, bytes
+	goroutines int           // goroutines added
+	idle       float64       // % of one core over one probe interval after all
+
+	readyz                time.Duration
+	probes                float64 // per second, while idle
+	series                int
+	engineLock, queueLock float64 // % of all
+	engineLockPerCluster  float64 // µs
+}
+
+func (r scaleResult) figures(n int) []figure {
+	return []figure{
+		{r.all.Seconds(), "s/all-reconciled"},
+		{float64(r.cpu.Microseconds()) / 1000 / float64(n), "ms-cpu/cluster"},
+		{float64(r.heap) / 1024 / float64(n), "KB-heap/cluster"},
+		{float64(r.goroutines) / float64(n), "goroutines/cluster"},
+		{r.idle, "%core-idle"},
+	}
+}
+
+func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
+	p := clustersprovider.New()
+	mgr := newManager(b, p)
+	counter := &fleetCounter{}
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("scale-%d", nsCounter.Add(1))).For(&corev1.ConfigMap{}).
+		Complete(cachedGetReconciler(mgr, func(mcreconcile.Request) { counter.record("") })); err != nil {
+		b.Fatal(err)
+	}
+	eng := mgr.(mcmanager.FleetOwner).Fleet()
+	ctx := context.Background()
+	for i := range n {
+		cl, err := pkgclusters.NewCluster(config(), inNamespace(ns))
+		if err != nil {
+			b.Fatal(err)
+		}
+		// Before the manager starts, Add only makes the cluster known.
+		if err := p.Add(ctx, fmt.Sprintf("s%05d", i), cl); err != nil {
+			b.Fatal(err)
+		}
+	}
+	series0 := seriesCount(b)
+	lock0 := lockWaits(b)
+	heap0, g0 := heapAndGoroutines()
+	begin, cpu0 := time.Now(), processCPU()
+	stop := run(b, mgr)
+	defer func() {
+		stop()
+		settle(g0)
+	}()
+	var readyz atomic.Int64
+	go func() {
+		for eng.Ready(nil) != nil {
+			time.Sleep(10 * time.Millisecond)
+		}
+		readyz.Store(int64(time.Since(begin)))
+	}()
+	want := int64(n * objectsPerCluster)
+	waitForLong(b, "every reconcile", func() bool { return counter.total.Load() >= want })
+	r := scaleResult{all: time.Since(begin), cpu: processCPU() - cpu0}
+	lock1 := lockWaits(b)
+	r.engineLock = 100 * (lock1.engine - lock0.engine).Seconds() / r.all.Seconds()
+	r.queueLock = 100 * (lock1.queue - lock0.queue).Seconds() / r.all.Seconds()
+	r.engineLockPerCluster = float64((lock1.engine - lock0.engine).Microseconds()) / float64(n)
+	heap1, g1 := heapAndGoroutines()
+	r.heap, r.goroutines = int64(heap1)-int64(heap0), g1-g0
+	r.series = seriesCount(b) - series0
+	probes0 := histogramCount()
+	r.idle = idleCPU()
+	r.probes = (histogramCount() - probes0) / idleWindow.Seconds()
+	waitForLong(b, "the readyz check", func() bool { return readyz.Load() != 0 })
+	r.readyz = time.Duration(readyz.Load())
+	return r
+}
+
+// scaleFloor is the same work with bare client-go: an informer per cluster
+// (listing and watching ConfigMaps with the same field selector, managed
+// fields stripped as controller-runtime's cache does), started all at once
+// and reconciled by 16 workers from one workqueue, each reading the object
+// from its cluster's informer cache.
+func scaleFloor(b *testing.B, n int, ns string) scaleResult {
+	type key struct {
+		cluster int
+		types.NamespacedName
+	}
+	var done atomic.Int64
+	heap0, g0 := heapAndGoroutines()
+	begin, cpu0 := time.Now(), processCPU()
+	ctx, cancel := context.WithCancel(context.Background())
+	q := workqueue.NewTyped[key]()
+	informers := make([]toolscache.SharedIndexInformer, n)
+	var started sync.WaitGroup
+	for i := range n {
+		started.Go(func() {
+			cs, err := corev1client.NewForConfig(config())
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			lw := toolscache.NewFilteredListWatchFromClient(cs.RESTClient(), "configmaps", metav1.NamespaceAll, func(o *metav1.ListOptions) {
+				o.FieldSelector = "metadata.namespace=" + ns
+			})
+			inf := toolscache.NewSharedIndexInformer(lw, &corev1.ConfigMap{}, 0, toolscache.Indexers{})
+			_ = inf.SetTransform(crcache.TransformStripManagedFields())
+			enqueue := func(obj any) {
+				if o, ok := obj.(metav1.Object); ok {
+					q.Add(key{i, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+				}
+			}
+			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc:    enqueue,
+				UpdateFunc: func(_, obj any) { enqueue(obj) },
+				DeleteFunc: enqueue,
+			}); err != nil {
+				b.Error(err)
+				return
+			}
+			informers[i] = inf
+			go inf.Run(ctx.Done())
+		})
+	}
+	started.Wait()
+	var workers sync.WaitGroup
+	for range 16 {
+		workers.Go(func() {
+			for {
+				k, shutdown := q.Get()
+				if shutdown {
+					return
+				}
+				if _, ok, err := informers[k.cluster].GetIndexer().GetByKey(k.Namespace + "/" + k.Name); err == nil && ok {
+					done.Add(1)
+				}
+				q.Done(k)
+			}
+		})
+	}
+	defer func() {
+		cancel()
+		q.ShutDown()
+		workers.Wait()
+		settle(g0)
+	}()
+	want := int64(n * objectsPerCluster)
+	waitForLong(b, "every reconcile", func() bool { return done.Load() >= want })
+	r := scaleResult{all: time.Since(begin), cpu: processCPU() - cpu0}
+	heap1, g1 := heapAndGoroutines()
+	r.heap, r.goroutines = int64(heap1)-int64(heap0), g1-g0
+	r.idle = idleCPU()
+	return r
+}
+
+// idleWindow is how long idle CPU is measured: two default probe intervals,
+// so that every cluster is probed in it whatever its phase.
+const idleWindow = 2 * fleet.DefaultProbeInterval
+
+// idleCPU is the process's CPU over idleWindow, in % of one core.
+func idleCPU() float64 {
+	cpu0 := processCPU()
+	time.Sleep(idleWindow)
+	return 100 * (processCPU() - cpu0).Seconds() / idleWindow.Seconds()
+}
+
+// seriesCount is the number of series in controller-runtime's registry.
+func seriesCount(b *testing.B) int {
+	mfs, err := crmetrics.Registry.Gather()
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := 0
+	for _, mf := range mfs {
+		n += len(mf.GetMetric())
+	}
+	return n
+}
+
+// waitForLong is waitFor with a bound for fleets of thousands: ten minutes.
+func waitForLong(b *testing.B, what string, cond func() bool) {
+	deadline := time.Now().Add(10 * time.Minute)
+	for !cond() {
+		if time.Now().After(deadline) {
+			b.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
