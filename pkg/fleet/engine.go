@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -41,6 +42,8 @@ type Engine struct {
 	records  map[multicluster.ClusterName]*record
 	subs     []multicluster.Aware // append-only
 	ready    atomic.Bool          // startup readiness, latched; read without the lock
+	started  time.Time            // when Start began: bounds the wait for Options.Listed
+	overdue  sync.Once            // logs once that the provider's first listing is late
 	adopted  uint64               // adopted instances so far: their members' hashes
 	closing  bool                 // Start waits for wg: no more goroutines on it
 	wg       sync.WaitGroup       // attempts, probes and cluster runs
@@ -211,10 +214,11 @@ func (e *Engine) Clusters() []Status {
 	return out
 }
 
-// Ready is a healthz.Checker for startup readiness: it passes once every
-// cluster known that this replica owns is engaged or has been declared
-// disconnected (a cluster waiting for its fence counts), and stays
-// passing from then on. A dead member never holds it back beyond its first
+// Ready is a healthz.Checker for startup readiness: it passes once the
+// provider has published what it found at start-up (Options.Listed, waited for
+// at most Options.ListingTimeout) and every cluster known that this replica
+// owns is engaged or has been declared disconnected (a cluster waiting for
+// its fence counts), and stays passing from then on. A dead member never holds it back beyond its first
 // failed attempt.
 //
 // It reads under the read lock: a scan of every record must not stall the
@@ -227,6 +231,9 @@ func (e *Engine) Ready(_ *http.Request) error {
 	defer e.mu.RUnlock()
 	if e.ctx == nil {
 		return errors.New("the fleet engine has not started")
+	}
+	if err := e.listedLocked(); err != nil {
+		return err
 	}
 	var waiting []string
 	for _, rec := range e.records {
@@ -248,6 +255,27 @@ func (e *Engine) Ready(_ *http.Request) error {
 	return nil
 }
 
+// listedLocked fails while the provider has not published what it found at
+// start-up and ListingTimeout has not passed since Start. Without it, a
+// replica would turn Ready with an empty fleet while its provider still lists.
+func (e *Engine) listedLocked() error {
+	if e.opts.Listed == nil {
+		return nil
+	}
+	select {
+	case <-e.opts.Listed:
+		return nil
+	default:
+	}
+	if waited := time.Since(e.started); waited < e.opts.ListingTimeout {
+		return fmt.Errorf("the provider has not listed its clusters yet (waited %s of at most %s)", waited.Round(time.Second), e.opts.ListingTimeout)
+	}
+	e.overdue.Do(func() {
+		e.log.Error(errors.New("the provider has not listed its clusters"), "Readiness no longer waits for the provider's first listing", "timeout", e.opts.ListingTimeout)
+	})
+	return nil
+}
+
 // Start runs the engine: members published so far start now, probes run
 // until ctx ends; then every cluster is torn down and Start returns once all
 // of them have stopped.
@@ -257,7 +285,7 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.mu.Unlock()
 		return errors.New("fleet engine: already started")
 	}
-	e.ctx = ctx
+	e.ctx, e.started = ctx, time.Now()
 	context.AfterFunc(ctx, e.stopBase)
 	for _, rec := range e.records {
 		if rec.state == StateWanted { // adopted clusters may run already

@@ -159,6 +159,14 @@ type Options struct {
 	// counted in multicluster_drain_overruns_total. Default 5s, and never more
 	// than the Admission's MaxDrain (see DrainBound).
 	DrainTimeout time.Duration
+	// Listed, if set, is closed once the provider has published every member it
+	// found at start-up (multicluster.ListingProvider): Ready fails until then,
+	// for at most ListingTimeout after Start.
+	Listed <-chan struct{}
+	// ListingTimeout bounds how long Ready waits for Listed after Start; then
+	// readiness no longer waits for it, and the overrun is logged. Default 1
+	// minute.
+	ListingTimeout time.Duration
 	// OnRelease, if set, is called with the engine's lock held when a cluster
 	// leaves this replica (removed, or handed to another replica): per-cluster
 	// series are dropped. It must not call the engine.
@@ -173,6 +181,7 @@ const (
 	DefaultMaxConcurrentProbes = 32
 	DefaultMaxHealthSeries     = 1000
 	DefaultDrainTimeout        = 5 * time.Second
+	DefaultListingTimeout      = time.Minute
 )
 
 func (o Options) withDefaults() Options {
@@ -194,6 +203,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxHealthSeries <= 0 {
 		o.MaxHealthSeries = DefaultMaxHealthSeries
+	}
+	if o.ListingTimeout <= 0 {
+		o.ListingTimeout = DefaultListingTimeout
 	}
 	if o.DrainTimeout <= 0 {
 		o.DrainTimeout = DefaultDrainTimeout

@@ -116,6 +116,10 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 		Logger:           mgr.GetLogger().WithName("fleet"),
 		Health:           o.health,
 		CacheSyncTimeout: o.cacheSyncTimeout,
+		ListingTimeout:   o.listingTimeout,
+	}
+	if lister, ok := provider.(multicluster.ListingProvider); ok {
+		engineOpts.Listed = lister.Listed()
 	}
 	if o.sharding != nil {
 		adm, err := o.sharding(mgr)
@@ -150,8 +154,10 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 }
 
 // ReadyzCheckName is the name of the readiness check the manager registers: it
-// passes once every cluster known at start-up is engaged and synced, or has
-// been declared disconnected.
+// passes once a provider that is a multicluster.ListingProvider has listed
+// its clusters (bounded by WithListingTimeout) and every cluster known then
+// that this replica owns is engaged and synced, or has been declared
+// disconnected.
 const ReadyzCheckName = "clusters"
 
 type mcManager struct {

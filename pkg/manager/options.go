@@ -17,6 +17,7 @@ type options struct {
 	reconcileSeries  int
 	health           fleet.HealthOptions
 	cacheSyncTimeout time.Duration
+	listingTimeout   time.Duration
 	sharding         func(manager.Manager) (fleet.Admission, error)
 }
 
@@ -78,3 +79,11 @@ func WithClusterStartTimeout(d time.Duration) Option {
 
 // The coordinator bounds the engine's drain before a fence is released.
 var _ fleet.DrainBound = &sharding.Coordinator{}
+
+// WithListingTimeout bounds how long the readiness check "clusters" waits for
+// a provider that is a multicluster.ListingProvider to list the clusters it
+// finds at start-up; after it, readiness no longer waits for the listing and
+// the overrun is logged. Default fleet.DefaultListingTimeout (1 minute).
+func WithListingTimeout(d time.Duration) Option {
+	return func(o *options) { o.listingTimeout = d }
+}

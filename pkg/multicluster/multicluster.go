@@ -70,6 +70,17 @@ type ProviderRunnable interface {
 	Start(ctx context.Context, aware Aware) error
 }
 
+// ListingProvider is implemented by a ProviderRunnable that can tell when it
+// has handed the manager every cluster it found at start-up. The manager's
+// readiness check "clusters" waits for it, bounded (see
+// mcmanager.WithListingTimeout): a replica is not Ready before it knows its
+// fleet. Providers that do not implement it are not waited for.
+type ListingProvider interface {
+	// Listed is closed once every cluster the provider found at start-up has
+	// been published or engaged. It stays open if Start fails before.
+	Listed() <-chan struct{}
+}
+
 // AwareFunc adapts a function to Aware.
 type AwareFunc func(ctx context.Context, name ClusterName, cl cluster.Cluster) error
 

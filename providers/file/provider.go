@@ -96,6 +96,8 @@ type Provider struct {
 	absFiles []string // absolute configured files
 	members  pkgclusters.Members
 
+	listed chan struct{} // closed once the files were read at start-up
+
 	mu      sync.Mutex
 	started bool
 	paths   map[multicluster.ClusterName]string // the file each engaged cluster comes from
@@ -132,7 +134,7 @@ func New(opts Options) (*Provider, error) {
 	opts.KubeconfigFiles = cleanAll(opts.KubeconfigFiles)
 	opts.KubeconfigDirs = cleanAll(opts.KubeconfigDirs)
 
-	p := &Provider{opts: opts, paths: map[multicluster.ClusterName]string{}}
+	p := &Provider{opts: opts, paths: map[multicluster.ClusterName]string{}, listed: make(chan struct{})}
 	for _, path := range append(slices.Clone(opts.KubeconfigFiles), opts.KubeconfigDirs...) {
 		abs, err := filepath.Abs(path)
 		if err != nil {
@@ -189,6 +191,13 @@ func (p *Provider) clusterName(path, context string) multicluster.ClusterName {
 	return path + p.opts.Separator + context
 }
 
+// Listed is closed once Start has read the files and published every cluster
+// found in them (multicluster.ListingProvider): the manager's readiness check
+// waits for it.
+func (p *Provider) Listed() <-chan struct{} { return p.listed }
+
+var _ multicluster.ListingProvider = &Provider{}
+
 // Start engages the clusters of the files, then follows the files until ctx
 // ends. Clusters are disengaged when it returns.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
@@ -221,6 +230,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.members.Start(runCtx, aware, log)
 
 	p.sync(log, watcher)
+	close(p.listed)
 
 	// Each event pushes the re-read back by Debounce, but never beyond
 	// maxDebounceFactor*Debounce after the first event of a burst: files that
