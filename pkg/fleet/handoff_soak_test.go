@@ -4,7 +4,10 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -56,40 +59,60 @@ func (p *adoptingProvider) IndexField(context.Context, client.Object, string, cl
 }
 
 // The hand-off soak: three sharded replicas share clusters published by a
-// built-in-style provider and adopted by a custom one; replicas stop and
-// start again at random, and every reconcile is recorded with replica,
+// built-in-style provider and adopted by a custom one; replicas stop cleanly
+// or die abruptly (their host connection is cut and their work stopped: their
+// Leases expire instead of being released) and join again, and clusters are
+// added and removed, at random. Every reconcile is recorded with replica,
 // cluster, start and end. No cluster is ever reconciled by two replicas at
-// once, and after each disturbance every cluster is reconciled again within
-// the lease duration plus a sync. Shortened here; -handoff.soak runs it at
-// full length (3 replicas x 30 clusters, >= 100 hand-offs).
+// once, and after each disturbance every cluster is reconciled again, by one
+// replica, within the lease duration plus one sync. Shortened here;
+// -handoff.soak runs it at full length (3 replicas x 30 clusters, >= 100
+// hand-offs).
 func TestHandoffSoak(t *testing.T) {
 	const ns = "handoff-soak"
 	clusters, rounds := 12, 4
 	if *handoffSoak {
-		clusters, rounds = 30, 12
+		clusters, rounds = 30, 16
 	}
+	// syncBound is "one sync": a cluster's cache started and synced and its
+	// first reconciles done, on a loaded test machine.
+	const lease, syncBound = 3 * time.Second, 10 * time.Second
+	var mu sync.Mutex // guards published, all and providers
 	published := map[multicluster.ClusterName]*rest.Config{}
 	adopted := map[multicluster.ClusterName]*rest.Config{}
+	all := map[multicluster.ClusterName]bool{}
 	for i := 1; i <= 3; i++ {
 		mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(i)), ns)
 		mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(i)), ns, "cm", nil)
 	}
 	for j := range clusters {
 		cfg := members.Config(1 + j%3)
+		name := fmt.Sprintf("published-%d", j)
 		if j%5 == 4 {
-			adopted[fmt.Sprintf("adopted-%d", j)] = cfg
+			name = fmt.Sprintf("adopted-%d", j)
+			adopted[name] = cfg
 		} else {
-			published[fmt.Sprintf("published-%d", j)] = cfg
+			published[name] = cfg
 		}
+		all[name] = true
 	}
 	log := &spanLog{}
-	const lease = 3 * time.Second
 	generation := 0
-	start := func(replica string) context.CancelFunc {
+	type replica struct {
+		stop     context.CancelFunc
+		host     *mctest.Proxy // its connection to the host, where the Leases are
+		provider *configProvider
+	}
+	providers := map[string]*configProvider{}
+	start := func(name string) replica {
 		generation++
-		provider := newConfigProvider(published)
-		mgr := mctest.NewManager(t, members.Config(0), provider, mcmanager.WithSharding(sharding.Options{
-			Namespace: "default", Name: "handoff-soak", Identity: replica,
+		hostCfg, host := proxied(t, 0)
+		mu.Lock()
+		provider := newConfigProvider(maps.Clone(published))
+		providers[name] = provider
+		mu.Unlock()
+		mgr := mctest.NewManager(t, hostCfg, provider, mcmanager.WithSharding(sharding.Options{
+			Namespace: "default", Name: "handoff-soak", Identity: name,
 			LeaseDuration: lease, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
 		}))
 		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
@@ -97,19 +120,12 @@ func TestHandoffSoak(t *testing.T) {
 		})); err != nil {
 			t.Fatal(err)
 		}
-		if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("soak-%s-%d", replica, generation)).
+		if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("soak-%s-%d", name, generation)).
 			For(&corev1.ConfigMap{}).
-			Complete(log.reconciler(replica, ns)); err != nil {
+			Complete(log.reconciler(name, ns)); err != nil {
 			t.Fatal(err)
 		}
-		return mctest.Start(t, mgr)
-	}
-	all := map[multicluster.ClusterName]bool{}
-	for n := range published {
-		all[n] = true
-	}
-	for n := range adopted {
-		all[n] = true
+		return replica{stop: mctest.Start(t, mgr), host: host, provider: provider}
 	}
 	// covered checks the reconciles since the later of since and a second
 	// ago: every cluster by exactly one replica, never by without (stopped),
@@ -125,6 +141,8 @@ func TestHandoffSoak(t *testing.T) {
 			}
 			owners := log.owners(from)
 			needSeen := need == ""
+			mu.Lock()
+			defer mu.Unlock()
 			for name := range all {
 				if len(owners[name]) != 1 {
 					return fmt.Errorf("%s reconciled by %v since %s", name, owners[name], from.Format(time.StampMilli))
@@ -140,30 +158,105 @@ func TestHandoffSoak(t *testing.T) {
 			return nil
 		}
 	}
+	// within waits until check passes and fails the test if that took longer
+	// than the lease duration plus one sync after the disturbance.
+	var worst time.Duration
+	within := func(what string, disturbed time.Time, check func() error) {
+		t.Helper()
+		mctest.Eventually(t, time.Minute, check)
+		took := time.Since(disturbed)
+		worst = max(worst, took)
+		if took > lease+syncBound {
+			t.Errorf("%s: every cluster reconciled again only after %s, more than the lease duration plus one sync (%s)", what, took.Round(time.Millisecond), lease+syncBound)
+		}
+	}
+	// onProviders calls f with every live replica's provider, once it runs.
+	onProviders := func(f func(*configProvider)) {
+		mu.Lock()
+		live := maps.Clone(providers)
+		mu.Unlock()
+		for _, p := range live {
+			select {
+			case <-p.started:
+				f(p)
+			case <-time.After(time.Minute):
+				t.Fatal("a provider did not start within a minute")
+			}
+		}
+	}
 
-	replicas := []string{"r1", "r2", "r3"}
-	stops := map[string]context.CancelFunc{}
-	for _, r := range replicas {
-		stops[r] = start(r)
+	names := []string{"r1", "r2", "r3"}
+	replicas := map[string]replica{}
+	for _, r := range names {
+		replicas[r] = start(r)
 	}
 	mctest.Eventually(t, time.Minute, covered(time.Now(), "", ""))
 	rng := rand.New(rand.NewPCG(1, 2))
-	var worst time.Duration
+	kinds := map[string]int{}
+	added := 0
 	for round := range rounds {
-		r := replicas[rng.IntN(len(replicas))]
-		disturbed := time.Now()
-		stops[r]() // a clean stop: its clusters move
-		mctest.Eventually(t, time.Minute, covered(time.Now(), r, ""))
-		joined := time.Now()
-		stops[r] = start(r) // it joins again: it takes its share back
-		mctest.Eventually(t, time.Minute, covered(joined, "", r))
-		if d := time.Since(disturbed); d > worst {
-			worst = d
+		kind := []string{"stop", "kill", "add", "remove"}[round%4]
+		if round >= 4 {
+			kind = []string{"stop", "kill", "kill", "add", "remove"}[rng.IntN(5)]
 		}
-		t.Logf("round %d: %s stopped and joined again; all clusters covered after %s", round, r, time.Since(disturbed).Round(time.Millisecond))
+		kinds[kind]++
+		disturbed := time.Now()
+		switch kind {
+		case "stop", "kill":
+			r := names[rng.IntN(len(names))]
+			if kind == "kill" {
+				// It dies: nothing it holds is released (its host connection
+				// is gone), its work stops; its Leases expire.
+				replicas[r].host.Cut()
+			}
+			replicas[r].stop()
+			mu.Lock()
+			delete(providers, r)
+			mu.Unlock()
+			within(fmt.Sprintf("round %d: %s %s", round, r, kind), disturbed, covered(time.Now(), r, ""))
+			joined := time.Now()
+			replicas[r] = start(r) // it joins again: it takes its share back
+			within(fmt.Sprintf("round %d: %s joined", round, r), joined, covered(joined, "", r))
+			t.Logf("round %d: %s %s, joined again; all clusters covered after %s", round, r, kind, time.Since(disturbed).Round(time.Millisecond))
+		case "add":
+			name := fmt.Sprintf("added-%d", added)
+			cfg := members.Config(1 + added%3)
+			added++
+			mu.Lock()
+			published[name] = cfg
+			all[name] = true
+			mu.Unlock()
+			onProviders(func(p *configProvider) { p.set(name, cfg) })
+			within(fmt.Sprintf("round %d: %s added", round, name), disturbed, covered(disturbed, "", ""))
+			t.Logf("round %d: %s added; all clusters covered after %s", round, name, time.Since(disturbed).Round(time.Millisecond))
+		case "remove":
+			mu.Lock()
+			var candidates []multicluster.ClusterName
+			for name := range published {
+				candidates = append(candidates, name)
+			}
+			slices.Sort(candidates)
+			name := candidates[rng.IntN(len(candidates))]
+			delete(published, name)
+			delete(all, name)
+			mu.Unlock()
+			onProviders(func(p *configProvider) { p.members.Remove(name) })
+			mctest.Eventually(t, time.Minute, func() error {
+				if owners := log.owners(time.Now().Add(-time.Second)); len(owners[name]) > 0 {
+					return fmt.Errorf("removed cluster %s still reconciled by %v", name, owners[name])
+				}
+				return nil
+			})
+			within(fmt.Sprintf("round %d: %s removed", round, name), disturbed, covered(disturbed, "", ""))
+			t.Logf("round %d: %s removed; no longer reconciled after %s", round, name, time.Since(disturbed).Round(time.Millisecond))
+		}
 	}
 	handoffs := log.handoffs()
-	t.Logf("%d clusters, %d rounds, %d hand-offs, %d reconciles, slowest round %s", len(all), rounds, handoffs, log.count(), worst.Round(time.Millisecond))
+	mu.Lock()
+	n := len(all)
+	mu.Unlock()
+	t.Logf("%d clusters at the end, %d rounds %v, %d hand-offs, %d reconciles, slowest recovery %s (bound: lease %s + sync %s)",
+		n, rounds, kinds, handoffs, log.count(), worst.Round(time.Millisecond), lease, syncBound)
 	if o := log.overlaps(); len(o) > 0 {
 		t.Fatalf("%d reconciles of one cluster by two replicas at once, e.g. %v", len(o), o[:min(3, len(o))])
 	}
