@@ -67,6 +67,9 @@ type Provider struct {
 	opts    Options
 	members pkgclusters.Members
 
+	listed     chan struct{} // closed after the first successful listing
+	listedOnce sync.Once
+
 	mu      sync.Mutex
 	running bool
 }
@@ -76,7 +79,7 @@ func New(opts Options) *Provider {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
 	}
-	p := &Provider{opts: opts}
+	p := &Provider{opts: opts, listed: make(chan struct{})}
 	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
 	p.View = p.members.View()
 	return p
@@ -109,7 +112,9 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	ticker := time.NewTicker(p.opts.Interval)
 	defer ticker.Stop()
 	for {
-		p.sync(log, lister)
+		if p.sync(log, lister) {
+			p.listedOnce.Do(func() { close(p.listed) })
+		}
 		select {
 		case <-ctx.Done():
 			return nil
@@ -118,12 +123,18 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	}
 }
 
-// sync makes the members match one listing.
-func (p *Provider) sync(log logr.Logger, lister Lister) {
+// Listed is closed once the kind clusters have been listed and published
+// (multicluster.ListingProvider): the manager's readiness check waits for it.
+func (p *Provider) Listed() <-chan struct{} { return p.listed }
+
+var _ multicluster.ListingProvider = &Provider{}
+
+// sync makes the members match one listing; false if kind could not list.
+func (p *Provider) sync(log logr.Logger, lister Lister) bool {
 	names, err := lister.List()
 	if err != nil {
 		log.Error(err, "Failed to list kind clusters; keeping the clusters found before")
-		return
+		return false
 	}
 	listed := map[string]bool{}
 	for _, name := range names {
@@ -140,6 +151,7 @@ func (p *Provider) sync(log logr.Logger, lister Lister) {
 			log.Info("Disengaged cluster: kind no longer lists it", "cluster", name)
 		}
 	}
+	return true
 }
 
 // set wants cluster name to run with its current kubeconfig.

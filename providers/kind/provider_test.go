@@ -176,3 +176,29 @@ func TestListingErrorsAndBadKubeconfigsKeepTheFleet(t *testing.T) {
 	l.fail(nil)
 	expectEngaged(t, tr, map[string]identity{"good": {Member: 1, Kubeconfig: kc1}, "bad": {Member: 2, Kubeconfig: kc2}})
 }
+
+// Listed (what the manager's readiness waits for) is closed only once kind
+// could list the clusters: a failing listing does not count.
+func TestListedAfterTheFirstSuccessfulListing(t *testing.T) {
+	l := &lister{clusters: map[string]string{"c": kubeconfig(t, 1, "kind-c")}}
+	l.fail(errors.New("docker is not running"))
+	p := kind.New(kind.Options{Lister: l, Interval: 50 * time.Millisecond})
+	run(t, p)
+	fleettest.Eventually(t, time.Minute, func() error {
+		if l.listings() < 3 {
+			return errors.New("the provider has not listed yet")
+		}
+		return nil
+	})
+	select {
+	case <-p.Listed():
+		t.Fatal("Listed closed although every listing failed")
+	default:
+	}
+	l.fail(nil)
+	select {
+	case <-p.Listed():
+	case <-time.After(time.Minute):
+		t.Fatal("Listed not closed within a minute of a successful listing")
+	}
+}
