@@ -134,3 +134,32 @@ func TestUnsyncedWatchIsClosedWhenGivenUp(t *testing.T) {
 		return nil
 	})
 }
+
+// Engagements wait for watches to sync now: a controller added while one is
+// in flight (its list hangs) is not held up by it.
+func TestLateControllerNotHeldUpBySyncingCluster(t *testing.T) {
+	proxy := mctest.NewAPIProxy(t, members.Config(1))
+	proxy.HangLists("configmaps")
+	p := newConfigProvider(nil)
+	mgr := mctest.NewManager(t, members.Config(0), p)
+	fleetController(t, mgr, "syncing-first", "syncing-first")
+	mctest.Start(t, mgr)
+	<-p.started
+	p.members.Set("syncing", "h1", proxy.Config(), nil)
+	mctest.Eventually(t, 30*time.Second, func() error {
+		if open, _, _ := proxy.Streams(); open == 0 {
+			return fmt.Errorf("the engagement's list is not in flight yet")
+		}
+		return nil
+	})
+	added := make(chan struct{})
+	go func() {
+		defer close(added)
+		fleetController(t, mgr, "added-late", "added-late")
+	}()
+	select {
+	case <-added:
+	case <-time.After(20 * time.Second):
+		t.Fatal("adding a controller waited for a cluster whose watches are syncing")
+	}
+}

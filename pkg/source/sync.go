@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,8 +42,9 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // only when CacheSyncTimeout runs out. After listProbeDelay without sync, the
 // type is listed directly (one object, metadata only) every listProbeInterval;
 // listProbeFailures failures in a row fail the wait with the server's answer.
-// A probe that gets no answer within listProbeTimeout is not a failure: a
-// list that hangs is bounded by CacheSyncTimeout.
+// A probe that gets no answer within listProbeTimeout, or is told to come
+// back later (429, timeouts), is not a failure: a list that hangs is bounded
+// by CacheSyncTimeout.
 var (
 	listProbeDelay    = time.Second
 	listProbeInterval = time.Second
@@ -67,8 +69,13 @@ func (p listProbe) list(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, listProbeTimeout)
 	defer cancel()
 	err = p.reader.List(ctx, list, client.Limit(1))
-	if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
 		return nil // no answer: not a failure (see listProbeTimeout)
+	case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
+		return nil // a busy server is slow, not broken: the informer gets through
 	}
 	return err
 }
