@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -17,6 +18,12 @@ import (
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
 )
+
+var runs atomic.Int32
+
+// unique names a controller for one run: controller names are process-wide,
+// and -count=N reruns the test in the same process.
+func unique(name string) string { return fmt.Sprintf("%s-%d", name, runs.Add(1)) }
 
 // reports collects what the engine reports of a member: nil for engaged.
 func reports(t *testing.T) (chan error, func(error)) {
@@ -38,7 +45,8 @@ func TestFailingListIsNotEngaged(t *testing.T) {
 	proxy.FailLists("configmaps")
 	p := newConfigProvider(nil)
 	mgr := mctest.NewManager(t, members.Config(0), p)
-	fleetController(t, mgr, "failing-list", "failing-list")
+	name := unique("failing-list")
+	fleetController(t, mgr, name, "failing-list")
 	mctest.Start(t, mgr)
 	<-p.started
 
@@ -52,7 +60,7 @@ func TestFailingListIsNotEngaged(t *testing.T) {
 		}
 		took := time.Since(start)
 		t.Logf("reported after %s: %v", took.Round(time.Millisecond), err)
-		for _, want := range []string{`"failing-list"`, `"failing"`, "*v1.ConfigMap", "injected by the test proxy"} {
+		for _, want := range []string{`"` + name + `"`, `"failing"`, "*v1.ConfigMap", "injected by the test proxy"} {
 			if !strings.Contains(err.Error(), want) {
 				t.Errorf("the reported error does not name %s: %v", want, err)
 			}
@@ -66,7 +74,7 @@ func TestFailingListIsNotEngaged(t *testing.T) {
 	if state, _ := mgr.(mcmanager.FleetOwner).Fleet().State("failing"); state == fleet.StateEngaged {
 		t.Errorf("state %s, want not engaged", state)
 	}
-	if n := testutil.ToFloat64(metrics.WatchSyncFailures.WithLabelValues("failing-list", "failing", "*v1.ConfigMap")); n == 0 {
+	if n := testutil.ToFloat64(metrics.WatchSyncFailures.WithLabelValues(name, "failing", "*v1.ConfigMap")); n == 0 {
 		t.Error("multicluster_watch_sync_failures_total has no failure for the controller, cluster and type")
 	}
 	// Retried: it fails again, and is never announced engaged meanwhile.
@@ -88,7 +96,7 @@ func TestUnsyncedWatchIsClosedWhenGivenUp(t *testing.T) {
 	proxy.HangLists("configmaps")
 	p := newConfigProvider(nil)
 	mgr := mctest.NewManager(t, members.Config(0), p)
-	c, err := mccontroller.New("hanging-list", mgr, mccontroller.Options{
+	c, err := mccontroller.New(unique("hanging-list"), mgr, mccontroller.Options{
 		Reconciler: &mctest.Recorder{}, CacheSyncTimeout: timeout,
 	})
 	if err != nil {
@@ -142,7 +150,7 @@ func TestLateControllerNotHeldUpBySyncingCluster(t *testing.T) {
 	proxy.HangLists("configmaps")
 	p := newConfigProvider(nil)
 	mgr := mctest.NewManager(t, members.Config(0), p)
-	fleetController(t, mgr, "syncing-first", "syncing-first")
+	fleetController(t, mgr, unique("syncing-first"), "syncing-first")
 	mctest.Start(t, mgr)
 	<-p.started
 	p.members.Set("syncing", "h1", proxy.Config(), nil)
@@ -155,7 +163,7 @@ func TestLateControllerNotHeldUpBySyncingCluster(t *testing.T) {
 	added := make(chan struct{})
 	go func() {
 		defer close(added)
-		fleetController(t, mgr, "added-late", "added-late")
+		fleetController(t, mgr, unique("added-late"), "added-late")
 	}()
 	select {
 	case <-added:
