@@ -60,6 +60,13 @@ var (
 		Help: "Watches of a controller that failed to start or sync in a cluster, by controller (retried with backoff).",
 	}, []string{"controller"})
 
+	// WatchSyncFailures counts watches that did not sync in a cluster, by
+	// type: a list that keeps failing shows here within seconds.
+	WatchSyncFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "multicluster_watch_sync_failures_total",
+		Help: "Watches that did not sync in a cluster, by controller, cluster and type (the first 1000 clusters of each controller; the others share the cluster label <other>).",
+	}, []string{"controller", "cluster", "type"})
+
 	// DrainOverruns counts fences released while reconciles against their
 	// cluster were still running after the drain timeout.
 	DrainOverruns = prometheus.NewCounter(prometheus.CounterOpts{
@@ -76,8 +83,15 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(Clusters, Transitions, Engagements, Disengagements, Healthy, ProbeDuration,
-		DroppedRequests, WatchFailures, Reconciles, DrainOverruns)
+		DroppedRequests, WatchFailures, WatchSyncFailures, Reconciles, DrainOverruns)
 }
+
+// OtherClusters is the cluster label of series for clusters beyond a cap.
+const OtherClusters = "<other>"
+
+// MaxWatchSyncSeries caps the clusters with series of their own in
+// WatchSyncFailures, per controller.
+const MaxWatchSyncSeries = 1000
 
 // SeriesCap admits a bounded number of label values for per-cluster series:
 // beyond the cap, new clusters get no series of their own, so a fleet of

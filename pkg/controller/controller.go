@@ -84,6 +84,7 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 		waiting:  map[request]time.Time{},
 		log:      mgr.GetLogger().WithValues("controller", name),
 	}
+	c.syncSeries.Max = metrics.MaxWatchSyncSeries
 	if owner, ok := mgr.(mcmanager.FleetOwner); ok {
 		c.fleet = owner.Fleet()
 	}
@@ -139,6 +140,8 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 	recorder mcmanager.ReconcileRecorder
 	log      logr.Logger
 
+	syncSeries metrics.SeriesCap // clusters with series in WatchSyncFailures
+
 	mu       sync.RWMutex
 	sources  []mcsource.TypedSource[request]
 	clusters map[multicluster.ClusterName]*engagement
@@ -171,9 +174,12 @@ func (c *mcController[request]) NeedLeaderElection() bool {
 	return true
 }
 
-// Engage starts every source of the controller in the cluster. Before the
-// controller has started, the cluster is remembered and its sources start
-// with the controller.
+// Engage starts every source of the controller in the cluster and returns
+// once their watches have synced, bounded by CacheSyncTimeout; a watch whose
+// list keeps failing fails it within seconds, with an error naming the
+// controller, the cluster and the type. Before the controller has started,
+// the cluster is remembered and its sources start with the controller (in the
+// background, retried with backoff).
 func (c *mcController[request]) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if name == "" {
 		return errors.New(`the cluster name "" is reserved for the host cluster`)
@@ -182,7 +188,10 @@ func (c *mcController[request]) Engage(ctx context.Context, name multicluster.Cl
 	if err != nil || e == nil || srcs == nil {
 		return err
 	}
-	if err := c.startSources(e, name, srcs); err != nil {
+	// Engaged means synced: Engage returns once every watch delivered its
+	// initial list, so that whoever engages the cluster announces it only
+	// then. A list that keeps failing fails the engagement within seconds.
+	if err := c.startSources(e, name, srcs, true); err != nil {
 		// Refused: whoever engages the cluster hears of it and decides.
 		c.forget(name, e)
 		e.cancel()
@@ -254,7 +263,7 @@ func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[reque
 	// Concurrently: an unreachable cluster costs its timeout once, not per cluster.
 	errs := make(chan error, len(engaged))
 	for name, e := range engaged {
-		go func() { errs <- c.startSources(e, name, []mcsource.TypedSource[request]{src}) }()
+		go func() { errs <- c.startSources(e, name, []mcsource.TypedSource[request]{src}, false) }()
 	}
 	var all []error
 	for range engaged {
@@ -264,9 +273,11 @@ func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[reque
 }
 
 // startSources starts srcs in one cluster, bounded by the controller's
-// CacheSyncTimeout. On failure, whatever this attempt registered is removed
-// again; the engagement itself stays, for the caller to end or retry.
-func (c *mcController[request]) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request]) error {
+// CacheSyncTimeout. With wait, it also waits for their watches to sync, and a
+// watch that does not fails the start; without, the sync is watched in the
+// background (see watchSync). On failure, whatever this attempt registered is
+// removed again; the engagement itself stays, for the caller to end or retry.
+func (c *mcController[request]) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], wait bool) error {
 	c.mu.RLock()
 	q := c.queue
 	c.mu.RUnlock()
@@ -291,6 +302,7 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 		done <- errors.Join(errs...)
 	}()
 
+	deadline := time.Now().Add(c.timeout)
 	timer := time.NewTimer(c.timeout)
 	defer timer.Stop()
 	var err error
@@ -311,8 +323,59 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 		_ = abandon // the attempt's context now ends with the engagement's
 		return nil
 	}
-	go c.watchSync(e, name, srcs, syncing, attempt, abandon)
+	if !wait {
+		go c.watchSync(e, name, srcs, syncing, attempt, abandon)
+		return nil
+	}
+	if err := c.waitForSync(name, syncing, attempt, deadline); err != nil {
+		abandon()
+		if e.ctx.Err() != nil {
+			return nil // disengaged meanwhile
+		}
+		return fmt.Errorf("controller %q: cluster %q: %w", c.name, clusterLabel(name), err)
+	}
+	_ = abandon // synced: the attempt's context now ends with the engagement's
 	return nil
+}
+
+// waitForSync waits for the watches just started in a cluster to sync, until
+// deadline (the start's CacheSyncTimeout). A watch that does not is
+// counted by type.
+func (c *mcController[request]) waitForSync(name multicluster.ClusterName, syncing []source.TypedSyncingSource[request], attempt context.Context, deadline time.Time) error {
+	ctx, cancel := context.WithDeadline(attempt, deadline)
+	defer cancel()
+	for _, s := range syncing {
+		err := s.WaitForSync(ctx)
+		if err == nil {
+			continue
+		}
+		if attempt.Err() != nil {
+			return err
+		}
+		c.countSyncFailure(name, s, err)
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%v did not sync within %s: %w", s, c.timeout, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// countSyncFailure counts a watch that did not sync, by controller, cluster
+// (capped, see metrics.MaxWatchSyncSeries) and type.
+func (c *mcController[request]) countSyncFailure(name multicluster.ClusterName, s any, err error) {
+	metrics.WatchFailures.WithLabelValues(c.name).Inc()
+	typ := fmt.Sprintf("%T", s) // a source of another kind: its own type, bounded
+
+	var se *mcsource.SyncError
+	if errors.As(err, &se) {
+		typ = se.Type
+	}
+	cl := clusterLabel(name)
+	if !c.syncSeries.Admit(cl) {
+		cl = metrics.OtherClusters
+	}
+	metrics.WatchSyncFailures.WithLabelValues(c.name, cl, typ).Inc()
 }
 
 // watchSync waits, bounded by CacheSyncTimeout, for the watches just started
@@ -333,8 +396,8 @@ func (c *mcController[request]) watchSync(e *engagement, name multicluster.Clust
 			return // disengaged meanwhile
 		}
 		abandon()
-		metrics.WatchFailures.WithLabelValues(c.name).Inc()
-		c.log.Error(fmt.Errorf("%v did not sync within %s", s, c.timeout), "Watch failed; this controller stops watching the cluster and retries with backoff",
+		c.countSyncFailure(name, s, err)
+		c.log.Error(fmt.Errorf("%v did not sync: %w", s, err), "Watch failed; this controller stops watching the cluster and retries with backoff",
 			"cluster", clusterLabel(name))
 		c.retryAfter(e, name, srcs, retryMinBackoff)
 		return
@@ -365,7 +428,7 @@ func (c *mcController[request]) retryAfter(e *engagement, name multicluster.Clus
 	}
 	backoff := max(retryMinBackoff, 2*wait)
 	for {
-		err := c.startSources(e, name, srcs)
+		err := c.startSources(e, name, srcs, true)
 		if err == nil || e.ctx.Err() != nil {
 			return
 		}

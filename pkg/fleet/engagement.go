@@ -17,17 +17,30 @@ import (
 // engaged later. It returns once a has been offered the current ones,
 // concurrently; their errors are logged and counted, not returned: the
 // clusters stay engaged with everyone else. A cluster whose engagement is in
-// flight is offered to a by that engagement, never twice.
+// flight is offered to a by that engagement, never twice, and Subscribe does
+// not wait for it.
 func (e *Engine) Subscribe(a multicluster.Aware) {
 	e.mu.Lock()
 	idx := len(e.subs)
 	e.subs = append(e.subs, a)
 	recs := make([]*record, 0, len(e.records))
+	var engaging []*record
 	for _, rec := range e.records {
-		recs = append(recs, rec)
+		if rec.engaging != nil {
+			engaging = append(engaging, rec)
+		} else {
+			recs = append(recs, rec)
+		}
 	}
 	e.mu.Unlock()
 
+	// An engagement in flight waits for every controller's watches to sync,
+	// up to their CacheSyncTimeout: it offers the cluster to a itself, and a
+	// is not held up by it (mgr.Add after start returns at once). The
+	// catch-up runs anyway, for an engagement that ends without a.
+	for _, rec := range engaging {
+		go e.catchUp(rec, idx, a)
+	}
 	var wg sync.WaitGroup
 	for _, rec := range recs {
 		wg.Go(func() { e.catchUp(rec, idx, a) })

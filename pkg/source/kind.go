@@ -78,6 +78,7 @@ func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterN
 		handler:    k.handler(name, cl),
 		predicates: k.predicates,
 		cluster:    name,
+		probe:      &listProbe{reader: cl.GetAPIReader(), scheme: cl.GetScheme(), obj: k.obj},
 	}, nil
 }
 
@@ -94,6 +95,7 @@ type clusterKind[object client.Object, request comparable] struct {
 	handler    handler.TypedEventHandler[object, request]
 	predicates []predicate.TypedPredicate[object]
 	cluster    multicluster.ClusterName
+	probe      *listProbe // nil in tests of the source alone
 
 	registration toolscache.ResourceEventHandlerRegistration
 }
@@ -132,16 +134,13 @@ func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.Ty
 }
 
 // WaitForSync waits until the handler has seen the informer's initial list.
+// A list that keeps failing fails the wait within seconds, with a *SyncError
+// carrying the API server's answer (see waitForSync).
 func (k *clusterKind[object, request]) WaitForSync(ctx context.Context) error {
 	if k.registration == nil {
 		return fmt.Errorf("cluster %q: %s was not started", k.cluster, k)
 	}
-	select {
-	case <-k.registration.HasSyncedChecker().Done():
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cluster %q: waiting for %s to sync: %w", k.cluster, k, ctx.Err())
-	}
+	return waitForSync(ctx, k.cluster, fmt.Sprintf("%T", k.obj), k.registration.HasSyncedChecker().Done(), k.probe)
 }
 
 func (k *clusterKind[object, request]) String() string {

@@ -1,0 +1,78 @@
+package source
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// failingReader answers every list with err.
+type failingReader struct {
+	client.Reader
+	err   error
+	calls int
+}
+
+func (r *failingReader) List(context.Context, client.ObjectList, ...client.ListOption) error {
+	r.calls++
+	return r.err
+}
+
+func fastProbes(t *testing.T) {
+	delay, interval := listProbeDelay, listProbeInterval
+	listProbeDelay, listProbeInterval = time.Millisecond, time.Millisecond
+	t.Cleanup(func() { listProbeDelay, listProbeInterval = delay, interval })
+}
+
+// A list that keeps failing fails the wait, with the server's answer and the
+// type, after listProbeFailures probes.
+func TestWaitForSyncFailsOnAFailingList(t *testing.T) {
+	fastProbes(t)
+	boom := apierrors.NewInternalError(errors.New("boom"))
+	r := &failingReader{err: boom}
+	err := waitForSync(context.Background(), "c", "*v1.ConfigMap", make(chan struct{}),
+		&listProbe{reader: r, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
+	var se *SyncError
+	if !errors.As(err, &se) || !se.Failing || se.Type != "*v1.ConfigMap" || !errors.Is(err, boom) {
+		t.Fatalf("got %v, want a failing SyncError for *v1.ConfigMap wrapping the server's answer", err)
+	}
+	if r.calls != listProbeFailures {
+		t.Errorf("failed after %d probes, want %d", r.calls, listProbeFailures)
+	}
+}
+
+// A busy server (429) is not a broken one: the wait goes on until ctx ends.
+func TestWaitForSyncToleratesABusyServer(t *testing.T) {
+	fastProbes(t)
+	r := &failingReader{err: apierrors.NewTooManyRequests("busy", 1)}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	err := waitForSync(ctx, "c", "*v1.ConfigMap", make(chan struct{}),
+		&listProbe{reader: r, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
+	var se *SyncError
+	if !errors.As(err, &se) || se.Failing || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want the wait to end with ctx", err)
+	}
+	if r.calls < listProbeFailures {
+		t.Errorf("%d probes, want at least %d", r.calls, listProbeFailures)
+	}
+}
+
+// A synced watch is never probed.
+func TestWaitForSyncReturnsWhenSynced(t *testing.T) {
+	synced := make(chan struct{})
+	close(synced)
+	r := &failingReader{err: errors.New("never called")}
+	if err := waitForSync(context.Background(), "c", "t", synced, &listProbe{reader: r, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}}); err != nil {
+		t.Fatal(err)
+	}
+	if r.calls != 0 {
+		t.Errorf("%d probes of a synced watch", r.calls)
+	}
+}
