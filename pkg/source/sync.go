@@ -44,7 +44,9 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // listProbeFailures failures in a row fail the wait with the server's answer.
 // A probe that gets no answer within listProbeTimeout, or is told to come
 // back later (429, timeouts), is not a failure: a list that hangs is bounded
-// by CacheSyncTimeout.
+// by CacheSyncTimeout. Nor is a 403: the probe lists across the cluster, which
+// an identity whose cache is restricted to namespaces may not do although its
+// informers may; a watch that RBAC refuses fails at CacheSyncTimeout.
 var (
 	listProbeDelay    = time.Second
 	listProbeInterval = time.Second
@@ -76,6 +78,8 @@ func (p listProbe) list(ctx context.Context) error {
 		return nil // no answer: not a failure (see listProbeTimeout)
 	case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
 		return nil // a busy server is slow, not broken: the informer gets through
+	case apierrors.IsForbidden(err):
+		return nil // a cluster-wide list may be forbidden where the cache's namespaces are not
 	}
 	return err
 }

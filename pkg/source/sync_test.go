@@ -47,20 +47,29 @@ func TestWaitForSyncFailsOnAFailingList(t *testing.T) {
 	}
 }
 
-// A busy server (429) is not a broken one: the wait goes on until ctx ends.
-func TestWaitForSyncToleratesABusyServer(t *testing.T) {
+// A busy server (429) is not a broken one, and a cluster-wide list that RBAC
+// forbids (403) says nothing of a cache restricted to namespaces: the wait
+// goes on until ctx ends.
+func TestWaitForSyncToleratesABusyServerAndForbiddenLists(t *testing.T) {
 	fastProbes(t)
-	r := &failingReader{err: apierrors.NewTooManyRequests("busy", 1)}
-	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
-	defer cancel()
-	err := waitForSync(ctx, "c", "*v1.ConfigMap", make(chan struct{}),
-		&listProbe{reader: r, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
-	var se *SyncError
-	if !errors.As(err, &se) || se.Failing || !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("got %v, want the wait to end with ctx", err)
-	}
-	if r.calls < listProbeFailures {
-		t.Errorf("%d probes, want at least %d", r.calls, listProbeFailures)
+	for name, answer := range map[string]error{
+		"429": apierrors.NewTooManyRequests("busy", 1),
+		"403": apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("cluster-wide list")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &failingReader{err: answer}
+			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			defer cancel()
+			err := waitForSync(ctx, "c", "*v1.ConfigMap", make(chan struct{}),
+				&listProbe{reader: r, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
+			var se *SyncError
+			if !errors.As(err, &se) || se.Failing || !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("got %v, want the wait to end with ctx", err)
+			}
+			if r.calls < listProbeFailures {
+				t.Errorf("%d probes, want at least %d", r.calls, listProbeFailures)
+			}
+		})
 	}
 }
 
