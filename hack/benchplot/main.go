@@ -77,6 +77,9 @@ var Plots = []plot{
 	{file: "scale-idle", family: "Scale", title: "Idle CPU over two probe intervals once every object is reconciled",
 		axis: "% of one core (lower is better)", xaxis: "clusters",
 		series: []series{{"%core-idle", "multicluster-runtime (health probes on)", "multicluster"}, {"%core-idle", "bare client-go informers (floor)", "client-go"}}},
+	{file: "probe-cpu", family: "ProbeCost", title: "CPU per health probe, 1,000 engaged clusters at the default interval",
+		axis: "µs of CPU per probe (lower is better)", xaxis: "",
+		series: []series{{"cpu-µs/probe", "multicluster-runtime", ""}}},
 }
 
 // result is one benchmark line: family, sub-benchmark parameter, metrics.

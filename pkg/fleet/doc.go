@@ -44,7 +44,9 @@
 //
 // One scheduler probes every engaged cluster's /readyz (readable by every
 // authenticated identity, so no RBAC is needed) each HealthOptions.Interval,
-// with at most Options.MaxConcurrentProbes probes in flight: no goroutine per
-// cluster. A 401 or 403 asks the provider for fresh credentials at once
+// on Options.MaxConcurrentProbes workers: no goroutine per cluster. It keeps
+// the probes to come in a queue ordered by time, so that a round costs the
+// probes due, not the size of the fleet, and takes the engine's lock for
+// reading only; a healthy answer does too. A 401 or 403 asks the provider for fresh credentials at once
 // (Member.Refresh).
 package fleet

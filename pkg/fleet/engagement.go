@@ -246,7 +246,7 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		if rec.next == in {
 			rec.next = nil
 		}
-		rec.nextProbe = time.Now().Add(e.opts.Health.Interval)
+		e.probes.schedule(rec, time.Now().Add(e.opts.Health.Interval))
 		e.transitionLocked(rec, StateEngaged, "engaged with every controller and runnable")
 		e.notifyLocked(rec, in.member, nil)
 		member := rec.member

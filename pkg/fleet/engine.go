@@ -49,6 +49,7 @@ type Engine struct {
 	wg       sync.WaitGroup       // attempts, probes and cluster runs
 
 	healthSeries metrics.SeriesCap
+	probes       probeQueue // the probes to come; see health.go
 }
 
 // New returns an engine; run it with Start.

@@ -6,21 +6,38 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"k8s.io/client-go/rest"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 )
 
-// runProbes is the one scheduler of health probes: each tick it starts the
-// probes that are due, at most MaxConcurrentProbes at a time, each on a
-// short-lived goroutine; no goroutine waits per cluster. between runs before
-// each round. It returns when ctx ends.
+// runProbes is the one scheduler of health probes: each tick it hands the
+// probes that are due to MaxConcurrentProbes workers; no goroutine waits per
+// cluster. between runs before each round. It returns when ctx ends and
+// every worker has stopped.
+//
+// A round takes the due probes from the probe queue (earliest first) under
+// the engine's read lock: reconcilers' Get never waits for it, and a round
+// costs what is due, not the size of the fleet. The workers live as long as
+// the engine: a probe goes deep into the HTTP client's stack, which a fresh
+// goroutine per probe would grow (and copy) every time.
 func (e *Engine) runProbes(ctx context.Context, between func()) {
 	tick := min(time.Second, e.opts.Health.Interval/2, e.opts.MinBackoff)
 	tick = max(tick, 10*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	slots := make(chan struct{}, e.opts.MaxConcurrentProbes)
+	w := &probeWorkers{e: e, ctx: ctx, jobs: make(chan probeJob)}
+	defer w.wg.Wait()
+	if !e.opts.Health.Disabled {
+		for range e.opts.MaxConcurrentProbes {
+			w.spawn()
+		}
+	}
+	var probes []probeJob
 	for {
 		select {
 		case <-ctx.Done():
@@ -31,43 +48,110 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 		if e.opts.Health.Disabled {
 			continue
 		}
-		type due struct {
-			rec *record
-			in  *instance
-		}
-		var probes []due
+		probes = probes[:0]
 		now := time.Now()
-		e.mu.Lock()
-		for _, rec := range e.records {
+		e.mu.RLock()
+		e.probes.mu.Lock()
+		e.probes.dueLocked(now, func(rec *record) {
 			in := rec.cur
-			if in == nil || rec.probing || now.Before(rec.nextProbe) {
-				continue
+			if in == nil || e.records[rec.name] != rec || (rec.state != StateEngaged && rec.state != StateDisconnected) {
+				return // scheduled again when engaged or disconnected
 			}
-			if rec.state != StateEngaged && rec.state != StateDisconnected {
-				continue
+			if rec.probing {
+				// Its last probe still runs (a timeout longer than the
+				// interval): look again next round.
+				e.probes.scheduleLocked(rec, now.Add(tick))
+				return
 			}
 			rec.probing = true
-			probes = append(probes, due{rec, in})
-		}
-		e.mu.Unlock()
+			probes = append(probes, probeJob{rec, in})
+		})
+		e.probes.mu.Unlock()
+		e.mu.RUnlock()
 		// Every due probe runs this round, at most MaxConcurrentProbes at once.
 		for i, p := range probes {
 			select {
-			case slots <- struct{}{}:
+			case w.jobs <- p:
 			case <-ctx.Done():
-				e.mu.Lock()
+				e.probes.mu.Lock()
 				for _, q := range probes[i:] {
 					q.rec.probing = false
 				}
-				e.mu.Unlock()
+				e.probes.mu.Unlock()
 				return
 			}
-			e.wg.Go(func() {
-				defer func() { <-slots }()
-				e.probe(ctx, p.rec, p.in)
-			})
+		}
+		clear(probes) // no record outlives its round here
+	}
+}
+
+// probeJob is one probe of a record's instance.
+type probeJob struct {
+	rec *record
+	in  *instance
+}
+
+// probeWorkers run the probes handed to jobs until ctx ends.
+type probeWorkers struct {
+	e    *Engine
+	ctx  context.Context
+	jobs chan probeJob
+	wg   sync.WaitGroup // the workers that still answer for their probes
+}
+
+func (w *probeWorkers) spawn() {
+	w.wg.Add(1)
+	go w.run()
+}
+
+func (w *probeWorkers) run() {
+	for {
+		select {
+		case <-w.ctx.Done():
+			w.wg.Done()
+			return
+		case j := <-w.jobs:
+			if !w.probe(j) {
+				return
+			}
 		}
 	}
+}
+
+// probe runs one probe. The request honours its deadline, but the
+// credentials it needs may come from an exec plugin, which client-go runs
+// without a bound: if no answer came a moment after the deadline, the probe
+// is answered as failed for it and another worker takes this one's place;
+// this one ends once the request returns. It reports whether the worker
+// goes on.
+func (w *probeWorkers) probe(j probeJob) bool {
+	e := w.e
+	timeout := e.opts.Health.Timeout
+	start := time.Now()
+	// The request is made before the watchdog starts: a probe that follows
+	// this one's watchdog finds it.
+	if _, _, err := probeRequest(j.in); err != nil {
+		e.answer(j.rec, j.in, start, probeFailed, err)
+		return true
+	}
+	var settled atomic.Bool
+	watchdog := time.AfterFunc(timeout+timeout/4, func() {
+		if !settled.CompareAndSwap(false, true) {
+			return
+		}
+		e.answer(j.rec, j.in, start, probeFailed, fmt.Errorf("/readyz: no answer within %s", timeout))
+		if w.ctx.Err() == nil {
+			w.spawn()
+		}
+		w.wg.Done()
+	})
+	res, err := readyz(w.ctx, j.in, timeout)
+	watchdog.Stop()
+	if !settled.CompareAndSwap(false, true) {
+		return false
+	}
+	e.answer(j.rec, j.in, start, res, err)
+	return true
 }
 
 // probeResult classifies a probe.
@@ -79,16 +163,35 @@ const (
 	probeUnauthorized
 )
 
-// probe asks the cluster's /readyz. Every authenticated identity may read it
+// answer records the answer of a probe that started at start. A probe asks
+// the cluster's /readyz: every authenticated identity may read it
 // (system:public-info-viewer), so it needs no RBAC beyond what controllers
 // need; a 401 or 403 means the credentials are no longer accepted.
-func (e *Engine) probe(ctx context.Context, rec *record, in *instance) {
-	start := time.Now()
-	res, err := readyz(ctx, in, e.opts.Health.Timeout)
-	metrics.ProbeDuration.Observe(time.Since(start).Seconds())
+func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeResult, err error) {
+	now := time.Now()
+	metrics.ProbeDuration.Observe(now.Sub(start).Seconds())
+
+	// The common answer, an engaged cluster still healthy, changes nothing
+	// but the next probe's time: the read lock keeps the record's state
+	// still while it is scheduled, and reconcilers' Get goes on meanwhile.
+	e.mu.RLock()
+	if res == probeOK && rec.state == StateEngaged && rec.failures == 0 && rec.cur == in && e.records[rec.name] == rec {
+		if e.healthSeries.Admit(rec.name) {
+			metrics.Healthy.WithLabelValues(rec.name).Set(1)
+		}
+		e.probes.mu.Lock()
+		rec.probing = false
+		e.probes.scheduleLocked(rec, now.Add(e.opts.Health.Interval))
+		e.probes.mu.Unlock()
+		e.mu.RUnlock()
+		return
+	}
+	e.mu.RUnlock()
 
 	e.mu.Lock()
+	e.probes.mu.Lock()
 	rec.probing = false
+	e.probes.mu.Unlock()
 	if rec.cur != in || e.records[rec.name] != rec {
 		e.mu.Unlock()
 		return
@@ -101,16 +204,15 @@ func (e *Engine) probe(ctx context.Context, rec *record, in *instance) {
 		metrics.Healthy.WithLabelValues(rec.name).Set(healthy)
 	}
 	var refresh func()
-	now := time.Now()
 	switch {
 	case res == probeOK && rec.state == StateDisconnected:
 		rec.failures = 0
-		rec.nextProbe = now.Add(e.opts.Health.Interval)
+		e.probes.schedule(rec, now.Add(e.opts.Health.Interval))
 		e.log.Info("Cluster answers again", "cluster", rec.name)
 		e.reconnectLocked(rec)
 	case res == probeOK:
 		rec.failures = 0
-		rec.nextProbe = now.Add(e.opts.Health.Interval)
+		e.probes.schedule(rec, now.Add(e.opts.Health.Interval))
 	default:
 		rec.failures++
 		log := e.log.WithValues("cluster", rec.name, "failures", rec.failures)
@@ -123,10 +225,10 @@ func (e *Engine) probe(ctx context.Context, rec *record, in *instance) {
 		if rec.state == StateEngaged && rec.failures >= e.opts.Health.FailureThreshold {
 			e.disconnectLocked(rec, fmt.Sprintf("unhealthy: %d consecutive failed probes, last: %v", rec.failures, err))
 		} else if rec.state == StateEngaged {
-			rec.nextProbe = now.Add(e.opts.Health.Interval)
+			e.probes.schedule(rec, now.Add(e.opts.Health.Interval))
 		} else {
 			rec.backoff = min(max(2*rec.backoff, e.opts.MinBackoff), e.opts.MaxBackoff)
-			rec.nextProbe = now.Add(rec.backoff)
+			e.probes.schedule(rec, now.Add(rec.backoff))
 		}
 	}
 	e.mu.Unlock()
@@ -142,7 +244,7 @@ func (e *Engine) disconnectLocked(rec *record, why string) {
 	in := rec.cur
 	e.transitionLocked(rec, StateDisconnected, why)
 	rec.backoff = e.opts.MinBackoff
-	rec.nextProbe = time.Now().Add(rec.backoff)
+	e.probes.schedule(rec, time.Now().Add(rec.backoff))
 	if in.disengage != nil {
 		metrics.Disengagements.WithLabelValues("unhealthy").Inc()
 		in.disengage()
@@ -180,49 +282,59 @@ func (e *Engine) reconnectLocked(rec *record) {
 	})
 }
 
-// readyz probes the cluster's /readyz with its own client.
-func readyz(ctx context.Context, in *instance, timeout time.Duration) (probeResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cfg := in.cl.GetConfig()
+// probeRequest returns the request every probe of in sends, with its
+// context, and the client to send it with.
+func probeRequest(in *instance) (*http.Request, *http.Client, error) {
 	hc := in.cl.GetHTTPClient()
-	if cfg == nil || hc == nil {
-		return probeFailed, fmt.Errorf("cluster has no client to probe with")
+	if hc == nil {
+		return nil, nil, fmt.Errorf("cluster has no client to probe with")
+	}
+	if in.probeReq != nil {
+		return in.probeReq, hc, nil
+	}
+	cfg := in.cl.GetConfig()
+	if cfg == nil {
+		return nil, nil, fmt.Errorf("cluster has no client to probe with")
 	}
 	host := strings.TrimSuffix(cfg.Host, "/")
 	if !strings.Contains(host, "://") {
 		host = "https://" + host
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, host+"/readyz", nil)
+	req, err := http.NewRequest(http.MethodGet, host+"/readyz", nil)
+	if err != nil {
+		return nil, nil, err
+	}
+	// The user agent client-go would set: with it set, client-go does not
+	// copy the request to set it, on every probe.
+	ua := cfg.UserAgent
+	if ua == "" {
+		ua = rest.DefaultKubernetesUserAgent()
+	}
+	req.Header.Set("User-Agent", ua)
+	in.probeReq = req
+	return req, hc, nil
+}
+
+// readyz probes the cluster's /readyz with its own client.
+func readyz(ctx context.Context, in *instance, timeout time.Duration) (probeResult, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tmpl, hc, err := probeRequest(in)
 	if err != nil {
 		return probeFailed, err
 	}
-	// The request honours ctx, but the credentials it needs may come from an
-	// exec plugin, which client-go runs without a bound: wait for the answer
-	// no longer than the probe's timeout either way.
-	type answer struct {
-		resp *http.Response
-		err  error
-	}
-	answered := make(chan answer, 1)
-	go func() {
-		resp, err := hc.Do(req)
-		if err == nil {
-			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
-			_ = resp.Body.Close()
+	// A shallow copy: round trippers do not modify the request they are
+	// given, so one request serves every probe of the instance.
+	req := tmpl.WithContext(ctx)
+	resp, err := hc.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return probeFailed, fmt.Errorf("/readyz: no answer within %s: %w", timeout, err)
 		}
-		answered <- answer{resp, err}
-	}()
-	var resp *http.Response
-	select {
-	case a := <-answered:
-		if a.err != nil {
-			return probeFailed, a.err
-		}
-		resp = a.resp
-	case <-ctx.Done():
-		return probeFailed, fmt.Errorf("/readyz: no answer within %s", timeout)
+		return probeFailed, err
 	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
+	_ = resp.Body.Close()
 	switch {
 	case resp.StatusCode == http.StatusOK:
 		return probeOK, nil

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
@@ -47,8 +48,11 @@ type record struct {
 	acquiring      bool          // an Acquire is in flight or scheduled
 	acquireBackoff time.Duration // wait before the next Acquire after a failed one
 
-	failures  int // consecutive failed probes
-	nextProbe time.Time
+	failures int // consecutive failed probes
+	// nextProbe and probing are guarded by the engine's probe queue's lock
+	// (taken after the engine's): the scheduler and a healthy probe's answer
+	// change them under the engine's read lock.
+	nextProbe time.Time // zero while no probe is scheduled
 	probing   bool
 	settled   bool // engaged or declared disconnected at least once: readiness
 }
@@ -91,6 +95,10 @@ type instance struct {
 	offered []bool
 	// inflight counts the reconciles running against this instance (Hold).
 	inflight inflight
+	// probeReq is the request every health probe of the instance sends,
+	// with its context; set by the first probe. One probe of a record runs
+	// at a time (record.probing, under the probe queue's lock).
+	probeReq *http.Request
 }
 
 // inflight counts work in flight and tells when none is left.

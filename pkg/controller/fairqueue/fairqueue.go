@@ -50,12 +50,15 @@ type Queue[T comparable] struct {
 	mu   sync.Mutex
 	cond *sync.Cond // a ready item, freed cluster capacity, shutdown or drain
 
-	items      map[T]*entry[T] // queued: ready, waiting or parked
-	processing map[T]*entry[T] // handed out and not yet Done; at is when
-	clusters   map[string]*cluster[T]
-	waiting    waitHeap[T]
-	ready      int // entries ready or parked: what Len reports
-	seq        uint64
+	// keys holds every item queued or in processing, one map for both: a
+	// request costs a lookup when added and one when Done, none when handed
+	// out, all of them under mu.
+	keys     map[T]*slot[T]
+	inflight int // items handed out and not yet Done
+	clusters map[string]*cluster[T]
+	waiting  waitHeap[T]
+	ready    int // entries ready or parked: what Len reports
+	seq      uint64
 
 	// The ring of clusters with ready items; cur is the cluster whose turn it
 	// is and credit what is left of its turn.
@@ -83,8 +86,15 @@ const (
 	stateParked                    // ready, but the same item is processing
 )
 
+// slot is one item's place in the queue: queued (ready, waiting or parked)
+// and in processing (handed out and not yet Done), each at most once.
+type slot[T comparable] struct {
+	queued, busy *entry[T]
+}
+
 type entry[T comparable] struct {
 	key      T
+	s        *slot[T]
 	c        *cluster[T]
 	priority int
 	seq      uint64 // FIFO order among equal priorities
@@ -97,7 +107,7 @@ type cluster[T comparable] struct {
 	name       string
 	ready      readyHeap[T]
 	inflight   int
-	entries    int // entries of the cluster in q.items
+	entries    int // entries of the cluster queued
 	prev, next *cluster[T]
 	inRing     bool
 }
@@ -113,13 +123,12 @@ func New[T comparable](name string, opts Options[T]) *Queue[T] {
 		opts.RateLimiter = workqueue.NewTypedItemExponentialFailureRateLimiter[T](5*time.Millisecond, 1000*time.Second)
 	}
 	q := &Queue[T]{
-		opts:       opts,
-		items:      map[T]*entry[T]{},
-		processing: map[T]*entry[T]{},
-		clusters:   map[string]*cluster[T]{},
-		epoch:      time.Now(),
-		done:       make(chan struct{}),
-		wake:       make(chan struct{}, 1),
+		opts:     opts,
+		keys:     map[T]*slot[T]{},
+		clusters: map[string]*cluster[T]{},
+		epoch:    time.Now(),
+		done:     make(chan struct{}),
+		wake:     make(chan struct{}, 1),
 	}
 	q.cond = sync.NewCond(&q.mu)
 	q.metrics = newMetrics[T](name, opts.MetricsProvider)
@@ -188,12 +197,21 @@ func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 		if after > 0 {
 			q.metrics.retry()
 		}
-		e, ok := q.items[key]
+		s, ok := q.keys[key]
 		if !ok {
-			e = &entry[T]{key: key, priority: priority, seq: q.nextSeq(), index: -1}
-			e.c = q.clusterFor(q.opts.ClusterOf(key))
+			s = &slot[T]{}
+			q.keys[key] = s
+		}
+		e := s.queued
+		if e == nil {
+			e = &entry[T]{key: key, s: s, priority: priority, seq: q.nextSeq(), index: -1}
+			if s.busy != nil {
+				e.c = s.busy.c // the same item, the same cluster
+			} else {
+				e.c = q.clusterFor(q.opts.ClusterOf(key))
+			}
 			e.c.entries++
-			q.items[key] = e
+			s.queued = e
 			if after > 0 {
 				q.pushWaiting(e, now+int64(after))
 			} else {
@@ -241,7 +259,8 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 			return zero, 0, true
 		}
 		if e := q.pick(); e != nil {
-			delete(q.items, e.key)
+			e.s.queued, e.s.busy = nil, e
+			q.inflight++
 			e.c.entries--
 			e.c.inflight++
 			q.ready--
@@ -250,7 +269,6 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 			// The entry is kept while it is processed: Done finds its cluster
 			// through it, without hashing the cluster's name.
 			e.at = now
-			q.processing[e.key] = e
 			return e.key, e.priority, false
 		}
 		q.cond.Wait()
@@ -262,23 +280,28 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 func (q *Queue[T]) Done(item T) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	p, ok := q.processing[item]
-	if !ok {
+	s, ok := q.keys[item]
+	if !ok || s.busy == nil {
 		return
 	}
-	delete(q.processing, item)
+	p := s.busy
+	s.busy = nil
+	q.inflight--
+	if s.queued == nil {
+		delete(q.keys, item)
+	}
 	now := q.now()
 	q.metrics.done(now - p.at)
 	c := p.c
 	c.inflight--
-	if e, ok := q.items[item]; ok && e.state == stateParked {
+	if e := s.queued; e != nil && e.state == stateParked {
 		q.ready-- // counted again by makeReady
 		q.makeReady(e, now)
 	} else if c.ready.Len() > 0 {
 		q.cond.Signal() // the cluster may have been at its cap
 	}
 	q.dropIfIdle(c)
-	if q.shutdown && len(q.processing) == 0 {
+	if q.shutdown && q.inflight == 0 {
 		q.cond.Broadcast() // ShutDownWithDrain
 	}
 }
@@ -313,7 +336,7 @@ func (q *Queue[T]) ShutDownWithDrain() {
 	q.ShutDown()
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for len(q.processing) > 0 {
+	for q.inflight > 0 {
 		q.cond.Wait()
 	}
 }
@@ -355,7 +378,7 @@ func (q *Queue[T]) dropIfIdle(c *cluster[T]) {
 // item is processing.
 func (q *Queue[T]) makeReady(e *entry[T], now int64) {
 	q.ready++
-	if _, busy := q.processing[e.key]; busy {
+	if e.s.busy != nil {
 		e.state = stateParked
 		return
 	}
@@ -487,7 +510,7 @@ func (q *Queue[T]) metricsLoop() {
 		case <-t.C:
 		}
 		q.mu.Lock()
-		q.metrics.updateUnfinished(q.processing, q.now())
+		q.metrics.updateUnfinished(q.keys, q.now())
 		q.mu.Unlock()
 	}
 }

@@ -364,8 +364,8 @@ func TestConcurrent(t *testing.T) {
 	fleettest.Eventually(t, 10*time.Second, func() error {
 		q.mu.Lock()
 		defer q.mu.Unlock()
-		if len(q.items) != 0 || len(q.processing) != 0 || len(q.clusters) != 0 {
-			return fmt.Errorf("queue not drained: %d items, %d in processing, %d clusters", len(q.items), len(q.processing), len(q.clusters))
+		if len(q.keys) != 0 || q.inflight != 0 || len(q.clusters) != 0 {
+			return fmt.Errorf("queue not drained: %d items, %d in processing, %d clusters", len(q.keys), q.inflight, len(q.clusters))
 		}
 		return nil
 	})

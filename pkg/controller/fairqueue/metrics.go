@@ -73,9 +73,13 @@ func (m *metrics[T]) retry() {
 	}
 }
 
-func (m *metrics[T]) updateUnfinished(processing map[T]*entry[T], now int64) {
+func (m *metrics[T]) updateUnfinished(keys map[T]*slot[T], now int64) {
 	var total, oldest float64
-	for _, e := range processing {
+	for _, s := range keys {
+		e := s.busy
+		if e == nil {
+			continue
+		}
 		age := time.Duration(now - e.at).Seconds()
 		total += age
 		oldest = max(oldest, age)

@@ -1,0 +1,41 @@
+package fleet_test
+
+import (
+	"context"
+	"syscall"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+)
+
+// BenchmarkProbe measures one health probe of a cluster over a connection
+// that stays open: CPU and allocations per probe.
+func BenchmarkProbe(b *testing.B) {
+	cl, err := cluster.New(members.Config(0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := fleet.ProbeOnce(ctx, cl); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	cpu0 := processCPU()
+	for b.Loop() {
+		if err := fleet.ProbeOnce(ctx, cl); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64((processCPU()-cpu0).Microseconds())/float64(b.N), "cpu-µs/probe")
+}
+
+// processCPU is the user and system CPU time of the whole process so far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
