@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -163,7 +164,7 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 		}
 		return in, nil
 	}
-	in.stopped = make(chan struct{})
+	in.stopped, in.appRuns = make(chan struct{}), new(atomic.Bool)
 	if m.Build != nil {
 		cl, err := e.build(run, m.Build)
 		if err != nil {
@@ -185,6 +186,12 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 	e.wg.Go(func() {
 		// The one goroutine per cluster: Start blocks while the cluster runs.
 		err := in.cl.Start(run)
+		if AlreadyStarted(err) {
+			// Before stopped is closed: whoever sees it closed (the cache may
+			// sync before this answer is read below) must know it means
+			// nothing.
+			in.appRuns.Store(true)
+		}
 		defer close(in.stopped)
 		if in.built {
 			// Its informers have stopped: let go of their idle connections, so
@@ -221,8 +228,7 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 			if AlreadyStarted(err) {
 				// The application runs this cluster itself (upstream's examples
 				// start the cluster they hand to a provider): use it as it is.
-				in.built = false
-				in.stopped = nil // the application runs it, not the engine
+				in.built = false // the application runs it, not the engine
 				exited = nil
 				continue
 			}

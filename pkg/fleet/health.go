@@ -273,7 +273,7 @@ func (e *Engine) reconnectLocked(rec *record) {
 	// The same cluster, run as before (by its provider, or by the engine when
 	// the application started it): its stopped signal carries over, so that
 	// its death is still noticed and a fence waits for it.
-	again := &instance{cl: in.cl, hash: in.hash, member: in.member, run: in.run, stopRun: in.stopRun, stopped: in.stopped}
+	again := &instance{cl: in.cl, hash: in.hash, member: in.member, run: in.run, stopRun: in.stopRun, stopped: in.stopped, appRuns: in.appRuns}
 	rec.cur = again
 	e.wg.Go(func() {
 		if err := e.engage(rec, gen, again); err != nil {

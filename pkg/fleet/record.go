@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -87,6 +88,10 @@ type instance struct {
 	// stopped is closed when the cluster's Start returned (nil if the engine
 	// does not run it).
 	stopped chan struct{}
+	// appRuns is set, before stopped is closed, when Start answered that the
+	// application runs the cluster already: its closed stopped then means
+	// nothing about the cluster's life.
+	appRuns *atomic.Bool
 	// eng is the engagement with subscribers; nil while not engaged.
 	eng       context.Context
 	disengage context.CancelFunc
@@ -181,7 +186,7 @@ func (in *instance) dead() bool {
 	}
 	select {
 	case <-in.stopped:
-		return true
+		return !in.appRuns.Load()
 	default:
 		return false
 	}
