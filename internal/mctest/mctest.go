@@ -31,6 +31,12 @@ import (
 // DefaultTimeout bounds Eventually when no timeout is given.
 const DefaultTimeout = 30 * time.Second
 
+// Consistently is fleettest.Consistently.
+func Consistently(t testing.TB, d time.Duration, cond func() error) {
+	t.Helper()
+	fleettest.Consistently(t, d, cond)
+}
+
 // Eventually is fleettest.Eventually with this package's shorter default
 // timeout: most waits in the project's own tests are for things that take
 // milliseconds.

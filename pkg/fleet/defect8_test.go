@@ -226,8 +226,13 @@ func TestReconnectedInstanceIsWaitedForBeforeRelease(t *testing.T) {
 	fences.setOwns(name, false)
 	mctest.Eventually(t, time.Minute, notEngaged(tr, name))
 	<-cl.inner // the cluster has stopped; its Start has not returned yet
-	// Leave the engine time to release the fence wrongly, then let Start return.
-	time.Sleep(500 * time.Millisecond)
+	// The fence must hold while Start has not returned; then let it return.
+	mctest.Consistently(t, 500*time.Millisecond, func() error {
+		if _, released := fences.releasedAt(name); released {
+			return errors.New("fence released before the cluster's Start returned")
+		}
+		return nil
+	})
 	cl.release()
 	var released time.Time
 	mctest.Eventually(t, time.Minute, func() error {

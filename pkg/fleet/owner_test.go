@@ -348,10 +348,12 @@ func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 	}
 	fences.setOwns("drained", false)
 	<-engaged.Done() // the reconcile is told to stop
-	time.Sleep(300 * time.Millisecond)
-	if _, released := fences.releasedAt("drained"); released {
-		t.Fatal("fence released while a reconcile was in flight")
-	}
+	mctest.Consistently(t, 300*time.Millisecond, func() error {
+		if _, released := fences.releasedAt("drained"); released {
+			return errors.New("fence released while a reconcile was in flight")
+		}
+		return nil
+	})
 	returned := time.Now()
 	done()
 	mctest.Eventually(t, 0, func() error {

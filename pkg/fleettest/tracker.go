@@ -44,6 +44,22 @@ func Eventually(t testing.TB, timeout time.Duration, cond func() error) {
 	}
 }
 
+// Consistently polls cond for the whole of d and fails the test at the first
+// error it returns: the way to check that something does not happen (a fence
+// released too early, say), failing as soon as it does instead of after a
+// sleep.
+func Consistently(t testing.TB, d time.Duration, cond func() error) {
+	t.Helper()
+	for deadline := time.Now().Add(d); ; time.Sleep(10 * time.Millisecond) {
+		if err := cond(); err != nil {
+			t.Fatalf("condition broken within %s: %v", d, err)
+		}
+		if time.Now().After(deadline) {
+			return
+		}
+	}
+}
+
 var _ multicluster.Aware = &Tracker{}
 
 // Tracker is a multicluster.Aware that records the clusters a provider
