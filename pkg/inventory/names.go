@@ -148,4 +148,3 @@ func redactErr(err error, sensitive []byte) error {
 	}
 	return redact.Error(err, sensitive)
 }
-
