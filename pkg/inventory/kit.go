@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -126,6 +128,14 @@ type Options[T client.Object] struct {
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// ClusterOptions are applied to every cluster built.
 	ClusterOptions []cluster.Option
+
+	// List, for an inventory that cannot be watched (the local kind
+	// clusters, say), replaces Object and Desire: the kit calls it every
+	// Interval, publishes what it lists and withdraws what it no longer
+	// lists. A Desired without Config keeps its cluster as it is (its source
+	// could not be read this time). A failed listing keeps every cluster.
+	List     func(ctx context.Context) ([]Desired, error)
+	Interval time.Duration // default 5s
 }
 
 // Related is a type Desire reads besides the inventory objects, such as a
@@ -163,6 +173,9 @@ type Kit[T client.Object] struct {
 // New returns a kit for the inventory opts describes; SetupWithManager
 // checks opts.
 func New[T client.Object](opts Options[T]) *Kit[T] {
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Second
+	}
 	if opts.InvalidNameReason == "" {
 		opts.InvalidNameReason = ReasonInvalidName
 	}
@@ -262,12 +275,15 @@ func (c hostCache) GetCache() cache.Cache { return c.Cache }
 // until ctx ends. The Multi-Cluster Manager calls it.
 func (k *Kit[T]) Start(ctx context.Context, aware multicluster.Aware) error {
 	k.mu.Lock()
-	if k.running || k.caches == nil {
+	if k.running || (k.caches == nil && k.opts.List == nil) {
 		k.mu.Unlock()
 		return fmt.Errorf("%s: started twice, or before SetupWithManager", k.opts.Name)
 	}
 	k.running = true
 	log := k.log
+	if k.opts.List != nil {
+		log = logf.FromContext(ctx).WithName(k.opts.Name)
+	}
 	k.mu.Unlock()
 
 	runCtx, cancel := context.WithCancel(ctx)
@@ -277,7 +293,11 @@ func (k *Kit[T]) Start(ctx context.Context, aware multicluster.Aware) error {
 	k.members.Start(runCtx, aware, log)
 	close(k.started)
 	var wg sync.WaitGroup
-	wg.Go(func() { k.list(runCtx) })
+	if k.opts.List != nil {
+		wg.Go(func() { k.poll(runCtx, log) })
+	} else {
+		wg.Go(func() { k.list(runCtx) })
+	}
 	<-ctx.Done()
 	cancel()
 	wg.Wait()
@@ -317,7 +337,7 @@ func (k *Kit[T]) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return k.report(log, obj, err)
 	}
 	if d.Withdrawn == "" {
-		k.publish(log, obj, d)
+		k.publish(log, k.ref(obj), d)
 	}
 	return reconcile.Result{}, nil
 }
@@ -340,7 +360,7 @@ func (k *Kit[T]) get(ctx context.Context, key client.ObjectKey) (obj T, found bo
 
 // publish wants d's cluster to run; the engine builds and engages it, and
 // its report becomes an Event on obj.
-func (k *Kit[T]) publish(log logr.Logger, obj T, d Desired) {
+func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
 	if old, ok := k.members.Hash(d.Name); ok && old == d.Hash {
 		return // a change of something else, or a resync
 	} else if ok {
@@ -348,9 +368,10 @@ func (k *Kit[T]) publish(log logr.Logger, obj T, d Desired) {
 	} else {
 		log.Info("Engaging cluster")
 	}
-	ref := k.ref(obj)
 	k.members.Set(d.Name, d.Hash, d.Config, func(err error) {
-		if err != nil {
+		if ref == nil {
+			return // a listed inventory has no object to tell
+		} else if err != nil {
 			k.warn(ref, ReasonEngageFailed, redactErr(err, d.Sensitive))
 			return
 		}

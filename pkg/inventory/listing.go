@@ -3,10 +3,16 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // listing is what Listed waits for: the objects present when the caches
@@ -80,4 +86,45 @@ func (k *Kit[T]) settleLocked() {
 		k.done, k.pending = true, nil
 		close(k.listed)
 	}
+}
+
+// poll publishes Options.List's listing every Options.Interval.
+func (k *Kit[T]) poll(ctx context.Context, log logr.Logger) {
+	ticker := time.NewTicker(k.opts.Interval)
+	defer ticker.Stop()
+	for {
+		if desired, err := k.opts.List(ctx); err != nil {
+			log.Error(err, "Failed to list the inventory; keeping the clusters found before")
+		} else {
+			k.publishAll(log, desired)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		}
+	}
+}
+
+func (k *Kit[T]) publishAll(log logr.Logger, desired []Desired) {
+	listed := map[multicluster.ClusterName]bool{}
+	for _, d := range desired {
+		if err := clusters.ValidateClusterName(d.Name); err != nil {
+			log.Error(err, "Skipping a listed cluster", "cluster", d.Name)
+			continue
+		}
+		listed[d.Name] = true
+		if d.Config != nil {
+			k.publish(log.WithValues("cluster", d.Name), nil, d)
+		}
+	}
+	for _, name := range k.members.Names() {
+		if !listed[name] && k.members.Remove(name) {
+			log.Info("Disengaged cluster: the inventory no longer lists it", "cluster", name)
+		}
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.seen = nil
+	k.settleLocked()
 }
