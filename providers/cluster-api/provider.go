@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/util/workqueue"
+	"k8s.io/utils/ptr"
 	//lint:ignore SA1019 v1beta1 is deprecated upstream, and supported here for installations that serve nothing newer.
 	clusterv1beta1 "sigs.k8s.io/cluster-api/api/core/v1beta1"
 	clusterv1 "sigs.k8s.io/cluster-api/api/core/v1beta2"
@@ -55,15 +56,6 @@ const (
 	ReasonEngageFailed      = inventory.ReasonEngageFailed
 	ReasonEngaged           = inventory.ReasonEngaged
 )
-
-// scheme knows what the provider reads, so that the manager's scheme need
-// not know Cluster API.
-var (
-	scheme        = runtime.NewScheme()
-	schemeBuilder = runtime.NewSchemeBuilder(corev1.AddToScheme, clusterv1.AddToScheme, clusterv1beta1.AddToScheme)
-)
-
-func init() { utilruntime.Must(schemeBuilder.AddToScheme(scheme)) }
 
 // Options configure a Provider. The zero value watches v1beta2 Clusters in
 // every namespace and engages them once their control plane is initialised.
@@ -108,6 +100,10 @@ func New(opts Options) *Provider {
 		opts.IsReady = DefaultIsReady
 	}
 	p := &Provider{opts: opts}
+	scheme := runtime.NewScheme() // the provider's own: the manager's need not know Cluster API
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, clusterv1.AddToScheme, clusterv1beta1.AddToScheme} {
+		utilruntime.Must(add(scheme))
+	}
 	labelled, _ := labels.NewRequirement(ClusterNameLabel, selection.Exists, nil) // a valid key: no error
 	p.Kit = inventory.New(inventory.Options[client.Object]{
 		Name:       ControllerName,
@@ -185,4 +181,27 @@ func (p *Provider) desire(ctx context.Context, r client.Reader, obj client.Objec
 			fmt.Errorf("cluster %q: Secret %s, key %q: %w", name, key, KubeconfigSecretKey, redact.Error(err, data)))
 	}
 	return inventory.Desired{Name: name, Config: cfg, Hash: inventory.Hash(data), Sensitive: data}, nil
+}
+
+// DefaultIsReady reports whether a Cluster's control plane is initialised,
+// per the contract of its API version: for v1beta2,
+// status.initialization.controlPlaneInitialized; for v1beta1, the
+// ControlPlaneInitialized condition or status.controlPlaneReady. An API server
+// answers from then on, which is what engaging needs; workers may still be
+// joining. Any other type is never ready.
+func DefaultIsReady(obj client.Object) bool {
+	switch c := obj.(type) {
+	case *clusterv1.Cluster:
+		return ptr.Deref(c.Status.Initialization.ControlPlaneInitialized, false)
+	case *clusterv1beta1.Cluster:
+		if c.Status.ControlPlaneReady {
+			return true
+		}
+		for _, cond := range c.Status.Conditions {
+			if cond.Type == clusterv1beta1.ControlPlaneInitializedCondition {
+				return cond.Status == corev1.ConditionTrue
+			}
+		}
+	}
+	return false
 }
