@@ -38,7 +38,8 @@ type Desired struct {
 	// that appear in an error reported about the cluster are cut out.
 	Sensitive []byte
 	// Withdrawn, when not empty, says why the object asks for no cluster
-	// now: the one it asked for before, if any, is disengaged.
+	// now: the one it asked for before, if any, is disengaged, even when
+	// Desire also returns an error to report (credentials gone, say).
 	Withdrawn string
 }
 
