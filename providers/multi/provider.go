@@ -180,7 +180,7 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	m.mu.Lock()
 	if m.ctx != nil {
 		m.mu.Unlock()
-		return errors.New("multi provider: already started")
+		return fmt.Errorf("multi provider: %w", multicluster.ErrAlreadyStarted)
 	}
 	m.ctx, m.aware = ctx, aware
 	for _, ip := range m.providers {

@@ -16,6 +16,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // Errors that end a fenced context (see context.Cause).
@@ -225,7 +227,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.started {
 		c.mu.Unlock()
-		return errors.New("sharding: coordinator already started")
+		return fmt.Errorf("sharding: coordinator %w", multicluster.ErrAlreadyStarted)
 	}
 	c.started = true
 	c.runCtx = ctx
