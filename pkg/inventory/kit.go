@@ -165,9 +165,13 @@ func (c hostCache) GetCache() cache.Cache { return c.Cache }
 // until ctx ends. The Multi-Cluster Manager calls it.
 func (k *Kit[T]) Start(ctx context.Context, aware multicluster.Aware) error {
 	k.mu.Lock()
-	if k.running || (k.caches == nil && k.opts.List == nil) {
+	if k.running {
 		k.mu.Unlock()
-		return fmt.Errorf("%s: started twice, or before SetupWithManager", k.opts.Name)
+		return fmt.Errorf("%s: %w", k.opts.Name, multicluster.ErrAlreadyStarted)
+	}
+	if k.caches == nil && k.opts.List == nil {
+		k.mu.Unlock()
+		return fmt.Errorf("%s: started before SetupWithManager: it would read no inventory", k.opts.Name)
 	}
 	k.running = true
 	log := k.log

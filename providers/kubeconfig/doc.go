@@ -46,8 +46,9 @@
 // Secrets through a cache of its own restricted to the namespace and the
 // label, so other Secrets are neither fetched nor kept in memory.
 //
-// To register a member cluster, run the kubeconfig-secret command
-// (cmd/kubeconfig-secret) or call Register: it creates a ServiceAccount in
-// the member with the RBAC rules you give it, requests a token for it and
-// writes the kubeconfig Secret on the host.
+// To onboard a member cluster, run the kubeconfig-secret command
+// (cmd/kubeconfig-secret) or call onboard.Cluster (package
+// providers/kubeconfig/onboard): it creates a ServiceAccount in the member
+// with the RBAC rules you give it, requests a token for it and writes the
+// kubeconfig Secret on the host.
 package kubeconfig
