@@ -104,6 +104,20 @@ func (s *scope) enterSub(obj runtime.Object) func() {
 	}
 }
 
+// selectBacking narrows a selection of a namespaced type (a List's, a
+// DeleteAllOf's) to the backing namespace: its namespace, and a
+// metadata.namespace field requirement.
+func (s *scope) selectBacking(o *client.ListOptions) error {
+	var err error
+	if o.Namespace, err = s.backing(o.Namespace); err != nil {
+		return err
+	}
+	if o.FieldSelector, err = s.fieldSelector(o.FieldSelector); err != nil {
+		return fmt.Errorf("cluster %q: %w", s.cluster, err)
+	}
+	return nil
+}
+
 // fieldSelector rewrites a metadata.namespace requirement.
 func (s *scope) fieldSelector(sel fields.Selector) (fields.Selector, error) {
 	if sel == nil || sel.Empty() {
@@ -156,11 +170,8 @@ func (c *nsReader) List(ctx context.Context, list client.ObjectList, opts ...cli
 		return c.r.List(ctx, list, opts...)
 	}
 	o := (&client.ListOptions{}).ApplyOptions(opts)
-	if o.Namespace, err = c.backing(o.Namespace); err != nil {
+	if err := c.selectBacking(o); err != nil {
 		return err
-	}
-	if o.FieldSelector, err = c.fieldSelector(o.FieldSelector); err != nil {
-		return fmt.Errorf("cluster %q: %w", c.cluster, err)
 	}
 	o.UnsafeDisableDeepCopy = nil // the items are rewritten: they must be copies
 	if err := c.r.List(ctx, list, o); err != nil {
@@ -242,11 +253,8 @@ func (c *nsClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...c
 		return c.c.DeleteAllOf(ctx, obj, opts...)
 	}
 	o := (&client.DeleteAllOfOptions{}).ApplyOptions(opts)
-	if o.Namespace, err = c.backing(o.Namespace); err != nil {
+	if err := c.selectBacking(&o.ListOptions); err != nil {
 		return err
-	}
-	if o.FieldSelector, err = c.fieldSelector(o.FieldSelector); err != nil {
-		return fmt.Errorf("cluster %q: %w", c.cluster, err)
 	}
 	return c.c.DeleteAllOf(ctx, obj, o)
 }
