@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -112,6 +113,18 @@ func (k *Kit[T]) SourceOf(name multicluster.ClusterName) (client.ObjectKey, bool
 	defer k.mu.Unlock()
 	key, ok := k.holder[name]
 	return key, ok
+}
+
+// Source returns the object the named cluster comes from, as the kit's
+// cache holds it now.
+func (k *Kit[T]) Source(ctx context.Context, name multicluster.ClusterName) (T, bool) {
+	key, ok := k.SourceOf(name)
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	obj, found, err := k.get(ctx, key)
+	return obj, found && err == nil
 }
 
 // reportOnce records seen as the problem of key, and reports whether it is

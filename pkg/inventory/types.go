@@ -40,6 +40,10 @@ type Desired struct {
 	// Withdrawn, when not empty, says why the object asks for no cluster
 	// now: the one it asked for before, if any, is disengaged.
 	Withdrawn string
+	// LogValues are key/value pairs added to the line the kit logs when it
+	// engages or re-creates the cluster, such as how the cluster is reached.
+	// Never credentials.
+	LogValues []any
 }
 
 // Hash returns a hash of data for Desired.Hash.
