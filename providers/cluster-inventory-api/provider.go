@@ -17,6 +17,7 @@ import (
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/apis/v1alpha1"
+	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/credentials"
 )
 
 var (
@@ -109,7 +110,7 @@ type Provider struct {
 // New returns a provider configured by opts. It fails if no access provider
 // is configured, or one is incomplete.
 func New(opts Options) (*Provider, error) {
-	if err := validateAccessProviders(opts.AccessProviders); err != nil {
+	if err := credentials.ValidateAccessProviders(opts.AccessProviders); err != nil {
 		return nil, fmt.Errorf("cluster-inventory-api provider: %w", err)
 	}
 	opts.AccessProviders = append([]AccessProvider(nil), opts.AccessProviders...)
@@ -171,11 +172,11 @@ func (p *Provider) desire(_ context.Context, _ client.Reader, profile *v1alpha1.
 	if !p.opts.IsReady(profile) {
 		return inventory.Desired{Withdrawn: "its ClusterProfile is not ready"}, nil
 	}
-	ap, entry, err := SelectAccessProvider(profile, p.opts.AccessProviders)
+	ap, entry, err := credentials.SelectAccessProvider(profile, p.opts.AccessProviders)
 	if err != nil {
 		return inventory.Desired{}, inventory.Refused(ReasonNoAccessProvider, fmt.Errorf("cluster %q: ClusterProfile %s: %w", name, key, err))
 	}
-	cfg, hash, err := RESTConfig(ap, entry, p.opts.ProfilePolicy)
+	cfg, hash, err := credentials.RESTConfig(ap, entry, p.opts.ProfilePolicy)
 	if err != nil {
 		return inventory.Desired{}, inventory.Refused(ReasonInvalidProfile, fmt.Errorf("cluster %q: ClusterProfile %s: %w", name, key, err))
 	}
