@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
@@ -25,8 +25,8 @@ import (
 // let go.
 func TestTrackerRecordsEngagementsAndTheirEnd(t *testing.T) {
 	tr := fleettest.NewTracker()
-	a := mctest.NewCluster(t, shared.Config(0))
-	b := mctest.NewCluster(t, shared.Config(1))
+	a := testbed.NewCluster(t, shared.Config(0))
+	b := testbed.NewCluster(t, shared.Config(1))
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	ctxB, cancelB := context.WithCancel(context.Background())
