@@ -126,6 +126,44 @@ func TestReplacedDuringReconcileIsRequeued(t *testing.T) {
 	}
 }
 
+// Requests still queued for a cluster that disengages are dropped without
+// calling the reconciler.
+func TestQueuedRequestsOfADisengagedClusterAreDropped(t *testing.T) {
+	release := make(chan struct{})
+	rec := &fleettest.Recorder{Result: func(_ context.Context, req mcreconcile.Request) (reconcile.Result, error) {
+		if req.ClusterName == "busy" {
+			<-release
+		}
+		return reconcile.Result{}, nil
+	}}
+	c, name := newController(t, newManager(t), mccontroller.Options{Reconciler: rec, MaxConcurrentReconciles: 1})
+	q, _ := run(t, c)
+	if err := c.Engage(context.Background(), "busy", newFakeCluster(1)); err != nil {
+		t.Fatal(err)
+	}
+	ctx, disengage := context.WithCancel(context.Background())
+	if err := c.Engage(ctx, "leaving", newFakeCluster(2)); err != nil {
+		t.Fatal(err)
+	}
+
+	q.Add(fleettest.Request("busy", "ns", "obj"))
+	rec.WaitFor(t, 1, "busy", "ns", "obj") // the one worker is taken
+	drops := func() float64 { return dropped(name, "cluster-not-engaged") + dropped(name, "cluster-disengaged") }
+	before := drops()
+	q.Add(fleettest.Request("leaving", "ns", "obj"))
+	disengage()
+	close(release) // the worker takes the queued request at once
+	fleettest.Eventually(t, 0, func() error {
+		if got := drops() - before; got != 1 {
+			return fmt.Errorf("%v queued requests dropped, want 1", got)
+		}
+		return nil
+	})
+	if n := rec.Count("leaving", "ns", "obj"); n != 0 {
+		t.Fatalf("a request queued for a disengaged cluster was reconciled %d times", n)
+	}
+}
+
 // gatedCache holds its cache's sync until the gate opens: a cluster that
 // stays joining (starting, in the fleet engine) for as long as a test wants.
 type gatedCache struct {
