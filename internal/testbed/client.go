@@ -2,6 +2,8 @@ package testbed
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,3 +50,10 @@ func CreateConfigMap(t testing.TB, c client.Client, namespace, name string, data
 	}
 	return cm
 }
+
+var names atomic.Int64
+
+// Name returns prefix with a suffix no other call in this process returns:
+// a namespace or controller name of its own for each run of a test, so that
+// tests sharing a fleet, and runs under -count, do not collide.
+func Name(prefix string) string { return fmt.Sprintf("%s-%d", prefix, names.Add(1)) }

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
@@ -18,7 +19,7 @@ import (
 // A controller needs a reconciler, and refuses the host's name for a cluster.
 func TestNewAndEngageRefuseMisuse(t *testing.T) {
 	mgr := newManager(t)
-	if _, err := mccontroller.NewUnmanaged(uniqueName("ctl"), mgr, mccontroller.Options{}); err == nil || !strings.Contains(err.Error(), "Reconciler") {
+	if _, err := mccontroller.NewUnmanaged(testbed.Name("ctl"), mgr, mccontroller.Options{}); err == nil || !strings.Contains(err.Error(), "Reconciler") {
 		t.Fatalf("NewUnmanaged without a reconciler: want an error naming the Reconciler, got %v", err)
 	}
 	c, _ := newController(t, mgr, mccontroller.Options{Reconciler: &fleettest.Recorder{}})

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,12 +35,6 @@ func TestMain(m *testing.M) {
 	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
-// Controller names are process-wide (controller-runtime refuses a name twice,
-// metrics are labelled by it): each test takes new ones, also under -count.
-var names atomic.Int64
-
-func uniqueName(prefix string) string { return fmt.Sprintf("%s-%d", prefix, names.Add(1)) }
-
 // newManager returns a manager for the host (member 0) without a provider.
 // It is not started: an unmanaged controller only needs it for its host
 // cluster and fleet engine.
@@ -64,10 +57,11 @@ func newLoggingManager(t *testing.T, log logr.Logger, opts ...mcmanager.Option) 
 	return mgr
 }
 
-// newController returns an unmanaged controller with a unique name.
+// newController returns an unmanaged controller with a name of its own
+// (controller-runtime refuses a name twice in a process; metrics carry it).
 func newController(t *testing.T, mgr mcmanager.Manager, opts mccontroller.Options) (mccontroller.Controller, string) {
 	t.Helper()
-	name := uniqueName("ctl")
+	name := testbed.Name("ctl")
 	c, err := mccontroller.NewUnmanaged(name, mgr, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
@@ -198,7 +199,7 @@ func joiningFleet(t *testing.T, gate <-chan struct{}, opts mccontroller.Options)
 	}
 	rec := &fleettest.Recorder{}
 	opts.Reconciler = rec
-	name := uniqueName("joining")
+	name := testbed.Name("joining")
 	c, err := mccontroller.New(name, mgr, opts)
 	if err != nil {
 		t.Fatal(err)

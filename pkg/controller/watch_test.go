@@ -36,7 +36,7 @@ func configMaps() mcsource.Source {
 // A cluster engaged before Start is watched once the controller runs; its
 // events reach the reconciler tagged with its name, until it disengages.
 func TestKindWatchFollowsTheEngagement(t *testing.T) {
-	ns := uniqueName("watch")
+	ns := testbed.Name("watch")
 	member := testbed.NewClient(t, fleet.Config(1))
 	testbed.CreateNamespace(t, member, ns)
 	rec := &fleettest.Recorder{Namespace: ns}
@@ -77,7 +77,7 @@ func TestKindWatchFollowsTheEngagement(t *testing.T) {
 // A watch that cannot sync (its list is forbidden) fails the engagement
 // within CacheSyncTimeout, naming the controller, the cluster and the type.
 func TestForbiddenWatchFailsTheEngagementNamingTheType(t *testing.T) {
-	cfg, err := fleet.AddUser(1, envtest.User{Name: uniqueName("nobody")})
+	cfg, err := fleet.AddUser(1, envtest.User{Name: testbed.Name("nobody")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,7 +43,7 @@ func TestTwoControlPlanesAreIndependent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "only-in-member-0"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: testbed.Name("only-in-member-0")}}
 	if err := a.Create(ctx, cm); err != nil {
 		t.Fatalf("create in member 0: %v", err)
 	}

@@ -37,7 +37,7 @@ func TestGetClusterGetManagerAndClusterFromContext(t *testing.T) {
 	ctx := context.Background()
 	p := clustersprovider.New()
 	mgr := fleettest.NewManager(t, fleet.Config(0), p)
-	ns := "manager-api"
+	ns := testbed.Name("manager-api")
 	for i := range 3 {
 		testbed.CreateNamespace(t, testbed.NewClient(t, fleet.Config(i)), ns)
 		testbed.CreateConfigMap(t, testbed.NewClient(t, fleet.Config(i)), ns, "who", map[string]string{"i": fmt.Sprint(i)})
@@ -65,7 +65,7 @@ func TestGetClusterGetManagerAndClusterFromContext(t *testing.T) {
 		mu.Unlock()
 		return reconcile.Result{}, nil
 	})
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("from-context").
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(testbed.Name("from-context")).
 		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(true)).
 		WithEventFilter(inNamespace(ns)).
 		Complete(mccontext.ReconcilerWithClusterInContext(single)); err != nil {
@@ -122,10 +122,10 @@ func TestNilProviderRunsAgainstTheHost(t *testing.T) {
 	if mgr.GetProvider() != nil {
 		t.Fatal("provider should be nil")
 	}
-	ns := "nil-provider"
+	ns := testbed.Name("nil-provider")
 	testbed.CreateNamespace(t, testbed.NewClient(t, fleet.Config(0)), ns)
 	rec := &fleettest.Recorder{Namespace: ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("nil-provider").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
 	fleettest.RunManager(t, mgr)
@@ -148,12 +148,12 @@ func TestUnreachableClusterIsIsolated(t *testing.T) {
 	hangingCfg := rest.CopyConfig(deadCfg)
 	hangingCfg.Host = "https://" + hanging
 
-	ns := "isolation"
+	ns := testbed.Name("isolation")
 	p := clustersprovider.New()
 	mgr := fleettest.NewManager(t, fleet.Config(0), p)
 	rec := &fleettest.Recorder{Namespace: ns}
 	const bound = 3 * time.Second
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("isolation").For(&corev1.ConfigMap{}).
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).For(&corev1.ConfigMap{}).
 		WithOptions(mccontroller.Options{CacheSyncTimeout: bound}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func inNamespace(ns string) predicate.Predicate {
 // A cluster engaged before the controller starts, and unreachable when it
 // does, is watched once it is back: the controller keeps trying.
 func TestClusterUnreachableAtControllerStartIsWatchedOnceBack(t *testing.T) {
-	ns := "comes-back"
+	ns := testbed.Name("comes-back")
 	member := testbed.NewClient(t, fleet.Config(2))
 	testbed.CreateNamespace(t, member, ns)
 	testbed.CreateConfigMap(t, member, ns, "cm", nil)
@@ -241,7 +241,7 @@ func TestClusterUnreachableAtControllerStartIsWatchedOnceBack(t *testing.T) {
 	mgr := fleettest.NewManager(t, fleet.Config(0), nil) // clusters are engaged by hand
 	rec := &fleettest.Recorder{Namespace: ns}
 	const bound = time.Second
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("comes-back").
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).
 		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WithOptions(mccontroller.Options{CacheSyncTimeout: bound}).
 		Complete(rec); err != nil {

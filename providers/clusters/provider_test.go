@@ -39,7 +39,7 @@ func notEngaged(t *testing.T, get func() error, name string) {
 // Clusters added before and after the manager starts are engaged; removing
 // one, or ending the context it was added with, disengages it.
 func TestClustersProviderEngagesAndRemoves(t *testing.T) {
-	ns := "clusters-provider"
+	ns := testbed.Name("clusters-provider")
 	member := testbed.NewClient(t, fleet.Config(1))
 	testbed.CreateNamespace(t, member, ns)
 	testbed.CreateConfigMap(t, member, ns, "cm", nil)
@@ -47,7 +47,7 @@ func TestClustersProviderEngagesAndRemoves(t *testing.T) {
 	p := clusters.New()
 	mgr := fleettest.NewManager(t, fleet.Config(0), p)
 	rec := &fleettest.Recorder{Namespace: ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("clusters-provider").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
@@ -79,7 +79,7 @@ func TestClustersProviderEngagesAndRemoves(t *testing.T) {
 
 // The single provider engages its one cluster on start, under its name.
 func TestSingleProviderEngagesOnStart(t *testing.T) {
-	ns := "single-provider"
+	ns := testbed.Name("single-provider")
 	member := testbed.NewClient(t, fleet.Config(1))
 	testbed.CreateNamespace(t, member, ns)
 	testbed.CreateConfigMap(t, member, ns, "cm", nil)
@@ -87,7 +87,7 @@ func TestSingleProviderEngagesOnStart(t *testing.T) {
 	p := single.New("only", testbed.NewCluster(t, fleet.Config(1)))
 	mgr := fleettest.NewManager(t, fleet.Config(0), p)
 	rec := &fleettest.Recorder{Namespace: ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("single-provider").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
 	stop := fleettest.RunManager(t, mgr)
@@ -106,12 +106,12 @@ func TestNopProviderHasNoClusters(t *testing.T) {
 	if _, err := p.Get(context.Background(), "any"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 		t.Fatalf("Get = %v, want ErrClusterNotFound", err)
 	}
-	ns := "nop-provider"
+	ns := testbed.Name("nop-provider")
 	host := testbed.NewClient(t, fleet.Config(0))
 	testbed.CreateNamespace(t, host, ns)
 	mgr := fleettest.NewManager(t, fleet.Config(0), p)
 	rec := &fleettest.Recorder{Namespace: ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("nop-provider").
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).
 		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(true)).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
