@@ -41,10 +41,9 @@ var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 // newEnv creates the test's namespace on the host and every member, and a
 // manager on the host with a clusters provider that has not engaged anything.
 func newEnv(t *testing.T) *env {
-	e := &env{t: t, ns: nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")}
-	if len(e.ns) > 60 {
-		e.ns = e.ns[:60]
-	}
+	// Named after the test, and unique per run (-count reruns in one process).
+	ns := nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	e := &env{t: t, ns: testbed.Name(ns[:min(len(ns), 50)])}
 	e.host = testbed.NewClient(t, fleet.Config(0))
 	testbed.CreateNamespace(t, e.host, e.ns)
 	for i := 1; i < fleet.Len(); i++ {
