@@ -148,3 +148,23 @@ func TestEventuallyFailsWithTheLastError(t *testing.T) {
 		t.Fatalf("failure %q should name the timeout and the last error", r.failure)
 	}
 }
+
+// A cluster whose engagement ended is not engaged any more as soon as its
+// context is done: a check right after the manager stopped (which ends every
+// engagement) sees none.
+func TestTrackerForgetsAnEndedEngagementAtOnce(t *testing.T) {
+	tr := fleettest.NewTracker()
+	for i := range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := tr.Engage(ctx, "c", &stubCluster{}); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if got := tr.Engaged(); len(got) != 0 {
+			t.Fatalf("round %d: engaged %v after the engagement ended", i, got)
+		}
+	}
+}
+
+// stubCluster stands for a cluster the tracker only records.
+type stubCluster struct{ cluster.Cluster }
