@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
@@ -46,7 +46,7 @@ func benchmarkBlackholedMember(b *testing.B, opts mccontroller.Options) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	proxy := mctest.NewProxy(b, u.Host)
+	proxy := testbed.NewProxy(b, u.Host)
 	proxy.SetUp(true)
 	holed := config()
 	holed.Host = "https://" + proxy.Addr()

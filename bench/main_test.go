@@ -20,24 +20,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
-	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 )
 
 // server is the one real API server every benchmark cluster points at.
-var apiServer *testfleet.Fleet
+var apiServer *fleettest.Fleet
 
 func TestMain(m *testing.M) {
 	// Reconcilers' client calls log through the controller's logger.
 	ctrllog.SetLogger(logr.Discard())
-	testfleet.RunMainWithOptions(m, 1, testfleet.Options{APIServerFlags: map[string]string{
+	testbed.MustProvideAssets()
+	fleettest.RunMainWithOptions(m, 1, fleettest.Options{APIServerFlags: map[string]string{
 		// A thousand clusters list at once; the defaults (400/200) would make
 		// the server's admission, not the client, the thing measured.
 		"max-requests-inflight":          "4000",
 		"max-mutating-requests-inflight": "2000",
-	}}, func(f *testfleet.Fleet) error { apiServer = f; return nil })
+	}}, func(f *fleettest.Fleet) error { apiServer = f; return nil })
 }
 
 func config() *rest.Config {

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 )
@@ -20,14 +19,7 @@ import (
 var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	if !fleettest.HasBinaries(os.Getenv("KUBEBUILDER_ASSETS")) {
-		dir, err := testfleet.AssetsDir()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		_ = os.Setenv("KUBEBUILDER_ASSETS", dir)
-	}
+	testbed.MustProvideAssets()
 	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 

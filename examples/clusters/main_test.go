@@ -7,8 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcruntime/multicluster-runtime/internal/exampletest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
@@ -16,7 +15,8 @@ import (
 var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // Each kubeconfig given becomes a cluster named after its position.
@@ -29,9 +29,9 @@ func TestReconcilesTheClustersAddedInCode(t *testing.T) {
 		}
 		paths = append(paths, path)
 	}
-	out := exampletest.Start(t, func(ctx context.Context, out io.Writer) error {
-		return run(ctx, fleet.Config(0), paths, exampletest.ManagerOptions, out)
+	out := testbed.RunExample(t, func(ctx context.Context, out io.Writer) error {
+		return run(ctx, fleet.Config(0), paths, testbed.ManagerOptions, out)
 	})
-	exampletest.Create(t, fleet.Config(1), exampletest.ConfigMap("default", "hello"))
-	exampletest.WaitFor(t, out, "reconciled cluster://member-1/default/hello")
+	testbed.Create(t, fleet.Config(1), testbed.ConfigMap("default", "hello"))
+	testbed.WaitForOutput(t, out, "reconciled cluster://member-1/default/hello")
 }

@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // The directory is the fleet: files appear and go, and a file that refers to
@@ -48,12 +48,12 @@ current-context: c
 	}
 
 	p := NewProvider(dir, 100*time.Millisecond)
-	mgr := mctest.NewManager(t, fleet.Config(0), p)
-	tr := mctest.NewTracker()
+	mgr := fleettest.NewManager(t, fleet.Config(0), p)
+	tr := fleettest.NewTracker()
 	if err := mgr.Add(tr); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	engaged := func(want ...string) func() error {
 		return func() error {
@@ -68,12 +68,12 @@ current-context: c
 			return nil
 		}
 	}
-	mctest.Eventually(t, time.Minute, engaged("alpha", "beta"))
+	fleettest.Eventually(t, time.Minute, engaged("alpha", "beta"))
 
 	if err := os.Remove(filepath.Join(dir, "alpha.kubeconfig")); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, time.Minute, engaged("beta"))
+	fleettest.Eventually(t, time.Minute, engaged("beta"))
 	if tr.Count("local") != 0 {
 		t.Fatal("a kubeconfig reading local files was engaged")
 	}

@@ -6,8 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/mcruntime/multicluster-runtime/internal/exampletest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
@@ -15,7 +14,8 @@ import (
 var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // Every kubeconfig file of the directory is a cluster, named by its context.
@@ -27,9 +27,9 @@ func TestReconcilesTheClustersOfTheFiles(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out := exampletest.Start(t, func(ctx context.Context, out io.Writer) error {
-		return run(ctx, fleet.Config(0), dir, exampletest.ManagerOptions, out)
+	out := testbed.RunExample(t, func(ctx context.Context, out io.Writer) error {
+		return run(ctx, fleet.Config(0), dir, testbed.ManagerOptions, out)
 	})
-	exampletest.Create(t, fleet.Config(1), exampletest.ConfigMap("default", "hello"))
-	exampletest.WaitFor(t, out, "reconciled cluster://member-1/default/hello")
+	testbed.Create(t, fleet.Config(1), testbed.ConfigMap("default", "hello"))
+	testbed.WaitForOutput(t, out, "reconciled cluster://member-1/default/hello")
 }

@@ -8,8 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mcruntime/multicluster-runtime/internal/exampletest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
@@ -19,7 +18,8 @@ import (
 var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // A labelled Secret on the host holding member 1's kubeconfig makes it a
@@ -29,14 +29,14 @@ func TestReconcilesTheClustersOfTheSecrets(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := exampletest.Start(t, func(ctx context.Context, out io.Writer) error {
-		return run(ctx, fleet.Config(0), "default", exampletest.ManagerOptions, out)
+	out := testbed.RunExample(t, func(ctx context.Context, out io.Writer) error {
+		return run(ctx, fleet.Config(0), "default", testbed.ManagerOptions, out)
 	})
-	exampletest.Create(t, fleet.Config(0), &corev1.Secret{
+	testbed.Create(t, fleet.Config(0), &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "member-1",
 			Labels: map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"}},
 		Data: map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: kc},
 	})
-	exampletest.Create(t, fleet.Config(1), exampletest.ConfigMap("default", "hello"))
-	exampletest.WaitFor(t, out, "reconciled cluster://member-1/default/hello")
+	testbed.Create(t, fleet.Config(1), testbed.ConfigMap("default", "hello"))
+	testbed.WaitForOutput(t, out, "reconciled cluster://member-1/default/hello")
 }

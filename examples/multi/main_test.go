@@ -9,8 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/mcruntime/multicluster-runtime/internal/exampletest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
@@ -18,7 +17,8 @@ import (
 var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // Files under "files#", the host's namespaces under "ns#", in one fleet.
@@ -27,13 +27,13 @@ func TestReconcilesBothProviders(t *testing.T) {
 	if err := fleet.WriteKubeconfig(1, filepath.Join(dir, "member-1.kubeconfig"), "member-1"); err != nil {
 		t.Fatal(err)
 	}
-	exampletest.Create(t, fleet.Config(0), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
-	out := exampletest.Start(t, func(ctx context.Context, out io.Writer) error {
-		return run(ctx, fleet.Config(0), dir, exampletest.ManagerOptions, out)
+	testbed.Create(t, fleet.Config(0), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team-a"}})
+	out := testbed.RunExample(t, func(ctx context.Context, out io.Writer) error {
+		return run(ctx, fleet.Config(0), dir, testbed.ManagerOptions, out)
 	})
-	exampletest.Create(t, fleet.Config(1), exampletest.ConfigMap("default", "from-file"))
-	exampletest.Create(t, fleet.Config(0), exampletest.ConfigMap("team-a", "from-namespace"))
-	exampletest.WaitFor(t, out, "member-1.kubeconfig+member-1/default/from-file")
-	exampletest.WaitFor(t, out, "reconciled cluster://files#")
-	exampletest.WaitFor(t, out, "reconciled cluster://ns#team-a/default/from-namespace")
+	testbed.Create(t, fleet.Config(1), testbed.ConfigMap("default", "from-file"))
+	testbed.Create(t, fleet.Config(0), testbed.ConfigMap("team-a", "from-namespace"))
+	testbed.WaitForOutput(t, out, "member-1.kubeconfig+member-1/default/from-file")
+	testbed.WaitForOutput(t, out, "reconciled cluster://files#")
+	testbed.WaitForOutput(t, out, "reconciled cluster://ns#team-a/default/from-namespace")
 }

@@ -15,7 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
 )
 
@@ -41,11 +42,14 @@ func runDemo(ctx context.Context, out io.Writer) (s summary, err error) {
 
 	rep.say("starting 3 control planes (kube-apiserver + etcd)")
 	started := time.Now()
-	fleet, err := testfleet.Start(3, testfleet.Options{})
+	if err := testbed.ProvideAssets(); err != nil {
+		return s, err
+	}
+	fleet, err := fleettest.Start(3, fleettest.Options{})
 	if err != nil {
 		return s, err
 	}
-	var fleets []*testfleet.Fleet
+	var fleets []*fleettest.Fleet
 	fleets = append(fleets, fleet)
 	// Stopped last, after the controller: it must not watch dead servers.
 	defer func() {
@@ -109,7 +113,7 @@ func runDemo(ctx context.Context, out io.Writer) (s summary, err error) {
 	}
 
 	rep.say("adding cluster-4: starting a control plane and writing its kubeconfig")
-	extra, err := testfleet.Start(1, testfleet.Options{})
+	extra, err := fleettest.Start(1, fleettest.Options{})
 	if err != nil {
 		return s, err
 	}
@@ -148,7 +152,7 @@ func addMember(ctx context.Context, dir, name string, cfg *rest.Config) error {
 	if err := c.Create(ctx, cm); err != nil {
 		return fmt.Errorf("%s: creating ConfigMap: %w", name, err)
 	}
-	kc, err := testfleet.KubeconfigFor(cfg, name)
+	kc, err := fleettest.KubeconfigFor(cfg, name)
 	if err != nil {
 		return err
 	}

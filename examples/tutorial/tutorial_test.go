@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig/onboard"
 )
@@ -33,7 +33,8 @@ var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard()) // the tests' own clients log nothing
-	testfleet.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 const page = "../../docs/getting-started/tutorial.md"

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -12,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 )
@@ -22,25 +21,11 @@ import (
 var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	provisionBinaries() // in your project: set KUBEBUILDER_ASSETS (setup-envtest) instead
+	testbed.MustProvideAssets() // in your project: set KUBEBUILDER_ASSETS (setup-envtest) instead
 	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // end-snippet
-
-// provisionBinaries lets a plain `go test` in this repository find or build
-// kube-apiserver and etcd.
-func provisionBinaries() {
-	if fleettest.HasBinaries(os.Getenv("KUBEBUILDER_ASSETS")) {
-		return
-	}
-	dir, err := testfleet.AssetsDir()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	_ = os.Setenv("KUBEBUILDER_ASSETS", dir)
-}
 
 // snippet:testing-test
 func TestBaselineInEveryNamespaceOfEveryCluster(t *testing.T) {

@@ -16,9 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -40,19 +41,19 @@ func TestIndexRegisteredBeforeStartReachesEveryCluster(t *testing.T) {
 	e := newEnv(t)
 	must(t, e.mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.ConfigMap{}, ownerField, ownerLabel))
 	e.engage(1)
-	mctest.Start(t, e.mgr)
+	fleettest.RunManager(t, e.mgr)
 	e.engage(2) // after Start
 
 	clients := map[string]client.Client{"": e.host, member(1): e.members[0], member(2): e.members[1]}
 	for name, c := range clients {
 		for _, owner := range []string{"alice", "bob"} {
-			cm := mctest.CreateConfigMap(t, c, e.ns, fmt.Sprintf("%s-of-%s", owner, clusterOrHost(name)), nil)
+			cm := testbed.CreateConfigMap(t, c, e.ns, fmt.Sprintf("%s-of-%s", owner, clusterOrHost(name)), nil)
 			cm.Labels = map[string]string{"owner": owner}
 			must(t, c.Update(context.Background(), cm))
 		}
 	}
 	for name := range clients {
-		mctest.Eventually(t, 0, func() error {
+		fleettest.Eventually(t, 0, func() error {
 			cl, err := e.mgr.GetCluster(context.Background(), name)
 			if err != nil {
 				return err
@@ -88,8 +89,8 @@ func TestClusterNotFoundErrorsAreNotRequeued(t *testing.T) {
 			}
 			must(t, e.builder().For(&corev1.ConfigMap{}).WithClusterNotFoundWrapper(wrap).Complete(rec))
 			e.engage(1)
-			mctest.Start(t, e.mgr)
-			mctest.CreateConfigMap(t, e.members[0], e.ns, "cm", nil)
+			fleettest.RunManager(t, e.mgr)
+			testbed.CreateConfigMap(t, e.members[0], e.ns, "cm", nil)
 			if !wrap {
 				rec.WaitFor(t, 3, member(1), e.ns, "cm") // retried with backoff
 				return
@@ -99,7 +100,7 @@ func TestClusterNotFoundErrorsAreNotRequeued(t *testing.T) {
 			// backoff) would come before this later object's event is done.
 			for i := range 3 {
 				name := fmt.Sprintf("later-%d", i)
-				mctest.CreateConfigMap(t, e.members[0], e.ns, name, nil)
+				testbed.CreateConfigMap(t, e.members[0], e.ns, name, nil)
 				rec.WaitFor(t, 1, member(1), e.ns, name)
 			}
 			if n := rec.Count(member(1), e.ns, "cm"); n != 1 {
@@ -115,19 +116,19 @@ func TestReplacingAClusterSwapsItsWatches(t *testing.T) {
 	e := newEnv(t)
 	rec := e.recorder()
 	must(t, e.builder().For(&corev1.ConfigMap{}).Complete(rec))
-	mctest.Start(t, e.mgr)
+	fleettest.RunManager(t, e.mgr)
 
 	// A custom provider (pkg/clusters) engages and replaces through the manager.
 	const name = "replaced"
 	var custom pkgclusters.Clusters[cluster.Cluster]
-	old := mctest.NewCluster(t, fleet.Config(1))
+	old := testbed.NewCluster(t, fleet.Config(1))
 	must(t, custom.Add(t.Context(), name, old, e.mgr))
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "in-old", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "in-old", nil)
 	rec.WaitFor(t, 1, name, e.ns, "in-old")
 
 	// Replace with a cluster on another API server, through the manager's
 	// engagement path (a provider re-engaging under the same name).
-	newer := mctest.NewCluster(t, fleet.Config(2))
+	newer := testbed.NewCluster(t, fleet.Config(2))
 	must(t, custom.AddOrReplace(t.Context(), name, newer, e.mgr))
 	cl, err := e.mgr.GetCluster(context.Background(), name)
 	must(t, err)
@@ -135,10 +136,10 @@ func TestReplacingAClusterSwapsItsWatches(t *testing.T) {
 		t.Fatal("manager still returns the old cluster")
 	}
 
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "in-old-after", nil)
-	mctest.CreateConfigMap(t, e.members[1], e.ns, "in-new", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "in-old-after", nil)
+	testbed.CreateConfigMap(t, e.members[1], e.ns, "in-new", nil)
 	rec.WaitFor(t, 1, name, e.ns, "in-new")
-	mctest.CreateConfigMap(t, e.members[1], e.ns, "barrier", nil)
+	testbed.CreateConfigMap(t, e.members[1], e.ns, "barrier", nil)
 	rec.WaitFor(t, 1, name, e.ns, "barrier")
 	if n := rec.Count(name, e.ns, "in-old-after"); n != 0 {
 		t.Errorf("old cluster's watch still delivers: %d", n)
@@ -194,22 +195,22 @@ func TestEventsPredicatesAndLiftedHandlers(t *testing.T) {
 		Complete(rec))
 	e.engage(1)
 	e.engage(2)
-	mctest.Start(t, e.mgr)
+	fleettest.RunManager(t, e.mgr)
 	// The watches must be running before the objects below come and go: an
 	// object created and deleted before its cluster's first list is never seen.
 	for i := 1; i <= 2; i++ {
-		mctest.CreateConfigMap(t, e.members[i-1], e.ns, "ready", nil)
+		testbed.CreateConfigMap(t, e.members[i-1], e.ns, "ready", nil)
 		rec.WaitFor(t, 1, member(i), e.ns, "ready")
 	}
 
 	ctx := context.Background()
 	for i := 1; i <= 2; i++ {
 		c := e.members[i-1]
-		cm := mctest.CreateConfigMap(t, c, e.ns, "cm", nil)
+		cm := testbed.CreateConfigMap(t, c, e.ns, "cm", nil)
 		ignored := &corev1.ConfigMap{}
 		ignored.Namespace, ignored.Name, ignored.Labels = e.ns, "ignored", map[string]string{"ignore": "true"}
 		must(t, c.Create(ctx, ignored))
-		mctest.CreateConfigMap(t, c, e.ns, "filtered-by-watch", nil)
+		testbed.CreateConfigMap(t, c, e.ns, "filtered-by-watch", nil)
 		cm.Data = map[string]string{"k": "v"}
 		must(t, c.Update(ctx, cm))
 		must(t, c.Delete(ctx, cm))
@@ -217,7 +218,7 @@ func TestEventsPredicatesAndLiftedHandlers(t *testing.T) {
 	}
 	for i := 1; i <= 2; i++ {
 		for _, kind := range []string{"create", "update", "delete"} {
-			mctest.Eventually(t, 0, func() error {
+			fleettest.Eventually(t, 0, func() error {
 				if count(member(i), kind, "cm") != 1 {
 					return fmt.Errorf("%s: %s events for cm: %d", member(i), kind, count(member(i), kind, "cm"))
 				}
@@ -250,8 +251,8 @@ func TestGenericEventsFromAChannel(t *testing.T) {
 	must(t, e.builder().WatchesRawSource(mcsource.Channel(events, mchandler.EnqueueRequestForObject)).Complete(rec))
 	e.engage(1)
 	e.engage(2)
-	mctest.Start(t, e.mgr)
-	mctest.Eventually(t, 0, func() error {
+	fleettest.RunManager(t, e.mgr)
+	fleettest.Eventually(t, 0, func() error {
 		_, err := e.mgr.GetCluster(context.Background(), member(2))
 		return err
 	})

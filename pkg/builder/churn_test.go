@@ -12,8 +12,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -24,21 +25,21 @@ func TestChurn(t *testing.T) {
 	e := newEnv(t)
 	rec := e.recorder()
 	must(t, e.builder().For(&corev1.ConfigMap{}).Complete(rec))
-	mctest.Start(t, e.mgr)
+	fleettest.RunManager(t, e.mgr)
 	ctx := context.Background()
 	// Wait for the provider and the controller's workers to run, so that the
 	// baseline includes them: a reconcile of the first cluster shows both.
 	e.engage(1)
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "before-churn", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "before-churn", nil)
 	rec.WaitFor(t, 1, member(1), e.ns, "before-churn")
 	e.provider.Remove(member(1))
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if _, err := e.mgr.GetCluster(ctx, member(1)); err == nil {
 			return errors.New("still engaged")
 		}
 		return nil
 	})
-	baseline := mctest.NumGoroutine()
+	baseline := testbed.NumGoroutine()
 	// A custom provider, written as the seeds describe, engaging through the manager.
 	var custom pkgclusters.Clusters[cluster.Cluster]
 
@@ -53,7 +54,7 @@ func TestChurn(t *testing.T) {
 					custom.Remove(name)
 					continue
 				}
-				cl := mctest.NewCluster(t, memberConfig(1+rnd.IntN(3)))
+				cl := testbed.NewCluster(t, memberConfig(1+rnd.IntN(3)))
 				// Errors are part of churn (a replacement can lose to a newer one).
 				_ = custom.AddOrReplace(t.Context(), name, cl, e.mgr)
 			}
@@ -64,7 +65,7 @@ func TestChurn(t *testing.T) {
 	// The manager agrees with the provider about every name.
 	for i := range names {
 		name := fmt.Sprintf("churn-%d", i)
-		mctest.Eventually(t, 0, func() error {
+		fleettest.Eventually(t, 0, func() error {
 			want, perr := custom.Get(ctx, name)
 			got, merr := e.mgr.GetCluster(ctx, name)
 			switch {
@@ -79,7 +80,7 @@ func TestChurn(t *testing.T) {
 	// Every cluster left is watched.
 	present := custom.ClusterNames()
 	for i := 1; i <= 3; i++ {
-		mctest.CreateConfigMap(t, e.members[i-1], e.ns, "after-churn", nil)
+		testbed.CreateConfigMap(t, e.members[i-1], e.ns, "after-churn", nil)
 	}
 	for _, name := range present {
 		rec.WaitFor(t, 1, name, e.ns, "after-churn")
@@ -88,5 +89,5 @@ func TestChurn(t *testing.T) {
 	for _, name := range present {
 		custom.Remove(name)
 	}
-	mctest.WaitForGoroutines(t, baseline, 30*time.Second)
+	testbed.WaitForGoroutines(t, baseline, 30*time.Second)
 }

@@ -8,8 +8,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
@@ -28,10 +29,10 @@ func TestEngageOptions(t *testing.T) {
 
 	e.engage(1)
 	e.engage(2)
-	mctest.Start(t, e.mgr)
-	mctest.CreateConfigMap(t, e.host, e.ns, "cm", nil)
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "cm", nil)
-	mctest.CreateConfigMap(t, e.members[1], e.ns, "cm", nil)
+	fleettest.RunManager(t, e.mgr)
+	testbed.CreateConfigMap(t, e.host, e.ns, "cm", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "cm", nil)
+	testbed.CreateConfigMap(t, e.members[1], e.ns, "cm", nil)
 
 	for _, c := range []string{"", member(1), member(2)} {
 		both.WaitFor(t, 1, c, e.ns, "cm")
@@ -43,10 +44,10 @@ func TestEngageOptions(t *testing.T) {
 
 	// Every controller has processed the same three events by now; a fourth
 	// event in the host is a barrier for those that watch it.
-	mctest.CreateConfigMap(t, e.host, e.ns, "barrier", nil)
+	testbed.CreateConfigMap(t, e.host, e.ns, "barrier", nil)
 	both.WaitFor(t, 1, "", e.ns, "barrier")
 	hostOnly.WaitFor(t, 1, "", e.ns, "barrier")
-	mctest.CreateConfigMap(t, e.members[1], e.ns, "barrier", nil)
+	testbed.CreateConfigMap(t, e.members[1], e.ns, "barrier", nil)
 	fleetOnly.WaitFor(t, 1, member(2), e.ns, "barrier")
 	filtered.WaitFor(t, 1, member(2), e.ns, "barrier")
 
@@ -70,13 +71,13 @@ func TestOwnsStaysInTheOwnedObjectsCluster(t *testing.T) {
 	must(t, e.builder().For(&corev1.ConfigMap{}).Owns(&corev1.Secret{}).Complete(rec))
 	e.engage(1)
 	e.engage(2)
-	mctest.Start(t, e.mgr)
+	fleettest.RunManager(t, e.mgr)
 
 	ctx := context.Background()
 	secrets := map[int]*corev1.Secret{}
 	for _, i := range []int{1, 2} {
 		c := e.members[i-1]
-		owner := mctest.CreateConfigMap(t, c, e.ns, "owner", nil)
+		owner := testbed.CreateConfigMap(t, c, e.ns, "owner", nil)
 		s := &corev1.Secret{}
 		s.Namespace, s.Name = e.ns, "owned"
 		if err := setOwner(c, owner, s); err != nil {
@@ -91,8 +92,8 @@ func TestOwnsStaysInTheOwnedObjectsCluster(t *testing.T) {
 	// events may collapse into one request.
 	rec.WaitFor(t, 1, member(1), e.ns, "owner")
 	rec.WaitFor(t, 1, member(2), e.ns, "owner")
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "barrier", nil)
-	mctest.CreateConfigMap(t, e.members[1], e.ns, "barrier", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "barrier", nil)
+	testbed.CreateConfigMap(t, e.members[1], e.ns, "barrier", nil)
 	rec.WaitFor(t, 1, member(1), e.ns, "barrier")
 	rec.WaitFor(t, 1, member(2), e.ns, "barrier")
 	before1, before2 := rec.Count(member(1), e.ns, "owner"), rec.Count(member(2), e.ns, "owner")
@@ -103,7 +104,7 @@ func TestOwnsStaysInTheOwnedObjectsCluster(t *testing.T) {
 	must(t, e.members[1].Update(ctx, s))
 	rec.WaitFor(t, before2+1, member(2), e.ns, "owner")
 
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "barrier-2", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "barrier-2", nil)
 	rec.WaitFor(t, 1, member(1), e.ns, "barrier-2")
 	if n := rec.Count(member(1), e.ns, "owner"); n != before1 {
 		t.Errorf("owner in %s reconciled %d times after a change in %s, want %d", member(1), n, member(2), before1)
@@ -120,7 +121,7 @@ func TestHubToFleetFanOut(t *testing.T) {
 	fanOut := mchandler.EnqueueClusterRequestsFromMapFunc(func(_ context.Context, _ string, obj client.Object) []mcreconcile.Request {
 		var reqs []mcreconcile.Request
 		for _, name := range e.provider.ClusterNames() {
-			reqs = append(reqs, mctest.Req(name, obj.GetNamespace(), obj.GetName()))
+			reqs = append(reqs, fleettest.Request(name, obj.GetNamespace(), obj.GetName()))
 		}
 		return reqs
 	})
@@ -142,12 +143,12 @@ func TestHubToFleetFanOut(t *testing.T) {
 			cp.Namespace, cp.Name, cp.Data = src.Namespace, src.Name, src.Data
 			return mcreconcile.Result{}, client.IgnoreAlreadyExists(target.GetClient().Create(ctx, cp))
 		})))
-	mctest.Start(t, e.mgr)
-	mctest.CreateConfigMap(t, e.host, e.ns, "policy", map[string]string{"rule": "deny-all"})
+	fleettest.RunManager(t, e.mgr)
+	testbed.CreateConfigMap(t, e.host, e.ns, "policy", map[string]string{"rule": "deny-all"})
 
 	for i := 1; i <= 3; i++ {
 		c := e.members[i-1]
-		mctest.Eventually(t, 0, func() error {
+		fleettest.Eventually(t, 0, func() error {
 			cp := &corev1.ConfigMap{}
 			if err := c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "policy"}, cp); err != nil {
 				return err

@@ -15,8 +15,9 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
@@ -71,7 +72,7 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 			}
 			e.engage(1)
 			e.engage(2)
-			mctest.Start(t, e.mgr)
+			fleettest.RunManager(t, e.mgr)
 
 			position := func(name string) int {
 				mu.Lock()
@@ -81,8 +82,8 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 			// Both clusters' caches have listed, so that what follows are live
 			// events of one priority: initial-list events go behind live ones.
 			for i := 1; i <= 2; i++ {
-				mctest.CreateConfigMap(t, e.members[i-1], e.ns, "synced", nil)
-				mctest.Eventually(t, 0, func() error {
+				testbed.CreateConfigMap(t, e.members[i-1], e.ns, "synced", nil)
+				fleettest.Eventually(t, 0, func() error {
 					if position(member(i)+"/synced") < 0 {
 						return fmt.Errorf("%s not synced yet", member(i))
 					}
@@ -90,9 +91,9 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 				})
 			}
 
-			mctest.CreateConfigMap(t, e.members[0], e.ns, "flood", nil)
+			testbed.CreateConfigMap(t, e.members[0], e.ns, "flood", nil)
 			// The backlog is queued (the queue's depth metric says so) and being worked on.
-			mctest.Eventually(t, 0, func() error {
+			fleettest.Eventually(t, 0, func() error {
 				if d := queueDepth(t, e.ns); d < flood/2 {
 					return fmt.Errorf("queue depth %v, want the busy cluster's backlog", d)
 				}
@@ -101,9 +102,9 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 				}
 				return nil
 			})
-			mctest.CreateConfigMap(t, e.members[1], e.ns, "quiet", nil)
+			testbed.CreateConfigMap(t, e.members[1], e.ns, "quiet", nil)
 			quiet := member(2) + "/quiet"
-			mctest.Eventually(t, 0, func() error {
+			fleettest.Eventually(t, 0, func() error {
 				if position(quiet) < 0 {
 					return fmt.Errorf("%s not reconciled yet", quiet)
 				}

@@ -10,19 +10,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	clustersprovider "github.com/mcruntime/multicluster-runtime/providers/clusters"
 )
 
 // fleet is shared by the package's tests: member 0 is the host, 1..3 are the
 // members. Tests stay independent by working in a namespace of their own.
-var fleet *testfleet.Fleet
+var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 4, func(f *testfleet.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 4, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // env is one test's view of the shared fleet.
@@ -40,19 +41,18 @@ var nonDNS = regexp.MustCompile(`[^a-z0-9-]+`)
 // newEnv creates the test's namespace on the host and every member, and a
 // manager on the host with a clusters provider that has not engaged anything.
 func newEnv(t *testing.T) *env {
-	e := &env{t: t, ns: nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")}
-	if len(e.ns) > 60 {
-		e.ns = e.ns[:60]
-	}
-	e.host = mctest.NewClient(t, fleet.Config(0))
-	mctest.CreateNamespace(t, e.host, e.ns)
+	// Named after the test, and unique per run (-count reruns in one process).
+	ns := nonDNS.ReplaceAllString(strings.ToLower(t.Name()), "-")
+	e := &env{t: t, ns: testbed.Name(ns[:min(len(ns), 50)])}
+	e.host = testbed.NewClient(t, fleet.Config(0))
+	testbed.CreateNamespace(t, e.host, e.ns)
 	for i := 1; i < fleet.Len(); i++ {
-		c := mctest.NewClient(t, fleet.Config(i))
-		mctest.CreateNamespace(t, c, e.ns)
+		c := testbed.NewClient(t, fleet.Config(i))
+		testbed.CreateNamespace(t, c, e.ns)
 		e.members = append(e.members, c)
 	}
 	e.provider = clustersprovider.New()
-	e.mgr = mctest.NewManager(t, fleet.Config(0), e.provider)
+	e.mgr = fleettest.NewManager(t, fleet.Config(0), e.provider)
 	return e
 }
 
@@ -62,7 +62,7 @@ func member(i int) string { return fmt.Sprintf("member-%d", i) }
 // engage adds member i to the provider.
 func (e *env) engage(i int) {
 	e.t.Helper()
-	if err := e.provider.Add(e.t.Context(), member(i), mctest.NewCluster(e.t, memberConfig(i))); err != nil {
+	if err := e.provider.Add(e.t.Context(), member(i), testbed.NewCluster(e.t, memberConfig(i))); err != nil {
 		e.t.Fatalf("engaging %s: %v", member(i), err)
 	}
 }
@@ -70,7 +70,7 @@ func (e *env) engage(i int) {
 func memberConfig(i int) *rest.Config { return fleet.Config(i) }
 
 // recorder returns a recorder of the test's namespace.
-func (e *env) recorder() *mctest.Recorder { return &mctest.Recorder{Namespace: e.ns} }
+func (e *env) recorder() *fleettest.Recorder { return &fleettest.Recorder{Namespace: e.ns} }
 
 // builder starts a controller named after the test: controller names are
 // unique per process.

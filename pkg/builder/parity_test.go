@@ -16,9 +16,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -57,7 +58,7 @@ func (r *keyRecorder) Reconcile(_ context.Context, req keyRequest) (reconcile.Re
 
 func (r *keyRecorder) waitFor(t *testing.T, req keyRequest) {
 	t.Helper()
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		if r.seen[req] == 0 {
@@ -86,10 +87,10 @@ func TestTypedControllerWithOwnRequestType(t *testing.T) {
 		Complete(rec))
 	e.engage(1)
 	e.engage(2)
-	mctest.Start(t, e.mgr)
+	fleettest.RunManager(t, e.mgr)
 
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "one", nil)
-	mctest.CreateConfigMap(t, e.members[1], e.ns, "two", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "one", nil)
+	testbed.CreateConfigMap(t, e.members[1], e.ns, "two", nil)
 	rec.waitFor(t, keyRequest{Key: e.ns + "/one", ClusterName: member(1)})
 	rec.waitFor(t, keyRequest{Key: e.ns + "/two", ClusterName: member(2)})
 	rec.mu.Lock()
@@ -155,16 +156,16 @@ func TestEnqueueWithClusterPreservation(t *testing.T) {
 			if obj.GetName() != "source" {
 				return nil
 			}
-			there := mctest.Req(member(2), obj.GetNamespace(), "mapped-there")
-			here := mctest.Req("", obj.GetNamespace(), "mapped-here")
+			there := fleettest.Request(member(2), obj.GetNamespace(), "mapped-there")
+			here := fleettest.Request("", obj.GetNamespace(), "mapped-here")
 			return []mcreconcile.Request{there, here}
 		})).
 		Complete(rec))
 	e.engage(1)
 	e.engage(2)
-	mctest.Start(t, e.mgr)
+	fleettest.RunManager(t, e.mgr)
 
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "source", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "source", nil)
 	rec.WaitFor(t, 1, member(2), e.ns, "mapped-there")
 	rec.WaitFor(t, 1, member(1), e.ns, "mapped-here")
 	if n := rec.Count("", e.ns, "mapped-here"); n != 0 {
@@ -232,17 +233,17 @@ func TestWithLowPriorityWhenUnchanged(t *testing.T) {
 		WithOptions(opts).
 		Watches(&corev1.ConfigMap{}, mchandler.WithLowPriorityWhenUnchanged(mchandler.Lift[client.Object](plainHandler{}))).
 		Complete(rec))
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "listed", nil)
-	mctest.Start(t, e.mgr)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "listed", nil)
+	fleettest.RunManager(t, e.mgr)
 	e.engage(1)
 	rec.WaitFor(t, 1, member(1), e.ns, "listed")
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "live", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "live", nil)
 	rec.WaitFor(t, 1, member(1), e.ns, "live")
 
-	if prio, ok := q.priority(mctest.Req(member(1), e.ns, "listed")); !ok || prio != handler.LowPriority {
+	if prio, ok := q.priority(fleettest.Request(member(1), e.ns, "listed")); !ok || prio != handler.LowPriority {
 		t.Errorf("initial-list object added with priority %d (recorded: %v), want %d", prio, ok, handler.LowPriority)
 	}
-	if prio, ok := q.priority(mctest.Req(member(1), e.ns, "live")); !ok || prio != 0 {
+	if prio, ok := q.priority(fleettest.Request(member(1), e.ns, "live")); !ok || prio != 0 {
 		t.Errorf("live object added with priority %d (recorded: %v), want 0", prio, ok)
 	}
 }
@@ -268,9 +269,9 @@ func testKindWithClusterFilter(t *testing.T, chained bool) {
 	must(t, e.builder().WatchesRawSource(src).Complete(rec))
 	e.engage(1)
 	e.engage(2)
-	mctest.Start(t, e.mgr)
+	fleettest.RunManager(t, e.mgr)
 
-	mctest.CreateConfigMap(t, e.members[0], e.ns, "in-1", nil)
+	testbed.CreateConfigMap(t, e.members[0], e.ns, "in-1", nil)
 	rec.WaitFor(t, 1, member(1), e.ns, "in-1")
 	// The filtered source is not started in member 2 at all.
 	for _, name := range []string{"", member(2)} {

@@ -25,9 +25,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 )
 
@@ -89,9 +90,9 @@ func TestWebhooksServeMembersThroughTheirPath(t *testing.T) {
 		WithDefaulter(clusterDefaulter{}).
 		WithValidator(rejectingValidator{}).
 		Complete())
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	e.engage(1)
-	mctest.Eventually(t, 0, func() error { return server.StartedChecker()(nil) })
+	fleettest.Eventually(t, 0, func() error { return server.StartedChecker()(nil) })
 
 	base := fmt.Sprintf("https://127.0.0.1:%d", port)
 	installWebhooks(t, e.members[0], e.ns, base+mcbuilder.WebhookClusterPath("member-1", "/mutate--v1-configmap"), base+mcbuilder.WebhookClusterPath("member-1", "/validate--v1-configmap"), caPEM)
@@ -103,9 +104,9 @@ func TestWebhooksServeMembersThroughTheirPath(t *testing.T) {
 	}{{e.members[0], member(1)}, {e.host, "host"}} {
 		// API servers pick up new webhook configurations asynchronously.
 		var i int
-		mctest.Eventually(t, 0, func() error {
+		fleettest.Eventually(t, 0, func() error {
 			i++
-			cm := mctest.CreateConfigMap(t, tc.c, e.ns, fmt.Sprintf("defaulted-%d", i), nil)
+			cm := testbed.CreateConfigMap(t, tc.c, e.ns, fmt.Sprintf("defaulted-%d", i), nil)
 			if got := cm.Annotations[clusterAnnotation]; got != tc.want {
 				return fmt.Errorf("created ConfigMap has cluster annotation %q, want %q", got, tc.want)
 			}

@@ -12,16 +12,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-var fleet *testfleet.Fleet
+var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 2, func(f *testfleet.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // engagements records what an Aware saw.
@@ -59,14 +60,14 @@ func TestAddGetRemove(t *testing.T) {
 	c := clusters.New[cluster.Cluster]()
 	aware := &engagements{}
 	ctx := t.Context()
-	a := mctest.NewCluster(t, fleet.Config(0))
+	a := testbed.NewCluster(t, fleet.Config(0))
 	if err := c.Add(ctx, "a", a, aware); err != nil {
 		t.Fatal(err)
 	}
 	if aware.get("a") != a {
 		t.Fatal("Add returned before engaging")
 	}
-	if err := c.Add(ctx, "a", mctest.NewCluster(t, fleet.Config(0)), aware); !errors.Is(err, clusters.ErrClusterExists) {
+	if err := c.Add(ctx, "a", testbed.NewCluster(t, fleet.Config(0)), aware); !errors.Is(err, clusters.ErrClusterExists) {
 		t.Fatalf("second Add = %v, want ErrClusterExists", err)
 	}
 	if got, err := c.Get(ctx, "a"); err != nil || got != a {
@@ -75,7 +76,7 @@ func TestAddGetRemove(t *testing.T) {
 	if _, err := c.Get(ctx, "b"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 		t.Fatalf("Get(b) = %v, want ErrClusterNotFound", err)
 	}
-	b := mctest.NewCluster(t, fleet.Config(1))
+	b := testbed.NewCluster(t, fleet.Config(1))
 	if err := c.Add(ctx, "b", b, aware); err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func TestAddGetRemove(t *testing.T) {
 	if _, err := c.Get(ctx, "a"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 		t.Fatalf("Get after Remove = %v", err)
 	}
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if aware.get("a") != nil {
 			return errors.New("a still engaged")
 		}
@@ -95,12 +96,12 @@ func TestAddGetRemove(t *testing.T) {
 	c.Remove("a") // removing twice is harmless
 	// When the context an entry was added with ends, the cluster goes too.
 	bctx, cancel := context.WithCancel(ctx)
-	c2 := mctest.NewCluster(t, fleet.Config(1))
+	c2 := testbed.NewCluster(t, fleet.Config(1))
 	if err := c.Add(bctx, "short", c2, aware); err != nil {
 		t.Fatal(err)
 	}
 	cancel()
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if _, err := c.Get(ctx, "short"); err == nil {
 			return errors.New("short-lived cluster still present")
 		}
@@ -122,10 +123,10 @@ func TestIndexesBeforeAndAfterAdd(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := "clusters-index"
-	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(0)), ns)
-	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(0)), ns, "cm", map[string]string{"early": "x", "late": "y"})
+	testbed.CreateNamespace(t, testbed.NewClient(t, fleet.Config(0)), ns)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, fleet.Config(0)), ns, "cm", map[string]string{"early": "x", "late": "y"})
 
-	cl := mctest.NewCluster(t, fleet.Config(0))
+	cl := testbed.NewCluster(t, fleet.Config(0))
 	if err := c.Add(ctx, "a", cl, &engagements{}); err != nil {
 		t.Fatal(err)
 	}
@@ -149,20 +150,20 @@ func TestAddOrReplace(t *testing.T) {
 	c := clusters.New[cluster.Cluster]()
 	aware := &engagements{}
 	ctx := t.Context()
-	old := mctest.NewCluster(t, fleet.Config(0))
+	old := testbed.NewCluster(t, fleet.Config(0))
 	if err := c.AddOrReplace(ctx, "x", old, aware); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.AddOrReplace(ctx, "x", old, aware); err != nil || aware.total.Load() != 1 {
 		t.Fatalf("re-adding the same instance: err=%v engagements=%d, want no new engagement", err, aware.total.Load())
 	}
-	newer := mctest.NewCluster(t, fleet.Config(1))
+	newer := testbed.NewCluster(t, fleet.Config(1))
 	if err := c.AddOrReplace(ctx, "x", newer, aware); err != nil {
 		t.Fatal(err)
 	}
 	// The old cluster's context is cancelled by the replacement; its teardown
 	// runs, and must leave the new entry alone.
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if got := aware.get("x"); got != newer {
 			return fmt.Errorf("engaged instance is %p, want the replacement %p", got, newer)
 		}
@@ -174,7 +175,7 @@ func TestAddOrReplace(t *testing.T) {
 
 	// The aware refuses the replacement, after having dropped whatever it had
 	// for the name (as the manager does): the previous cluster is engaged again.
-	bad := mctest.NewCluster(t, fleet.Config(0))
+	bad := testbed.NewCluster(t, fleet.Config(0))
 	var reengaged atomic.Int32
 	refuse := multicluster.AwareFunc(func(_ context.Context, _ string, cl cluster.Cluster) error {
 		if cl == bad {
@@ -203,7 +204,7 @@ func TestConcurrentUse(t *testing.T) {
 	for i := range 8 {
 		wg.Go(func() {
 			name := fmt.Sprintf("c%d", i%4)
-			cl := mctest.NewCluster(t, fleet.Config(i%2))
+			cl := testbed.NewCluster(t, fleet.Config(i%2))
 			_ = c.AddOrReplace(ctx, name, cl, aware)
 			_, _ = c.Get(ctx, name)
 			_ = c.ClusterNames()
@@ -230,7 +231,7 @@ func TestOverlappingReplacements(t *testing.T) {
 	c := clusters.New[cluster.Cluster]()
 	ctx := t.Context()
 	var ctxA context.Context
-	if err := c.AddOrReplace(ctx, "x", mctest.NewCluster(t, fleet.Config(0)), multicluster.AwareFunc(func(ctx context.Context, _ string, _ cluster.Cluster) error {
+	if err := c.AddOrReplace(ctx, "x", testbed.NewCluster(t, fleet.Config(0)), multicluster.AwareFunc(func(ctx context.Context, _ string, _ cluster.Cluster) error {
 		ctxA = ctx
 		return nil
 	})); err != nil {
@@ -244,15 +245,15 @@ func TestOverlappingReplacements(t *testing.T) {
 		return errors.New("refused late")
 	})
 	bDone := make(chan error, 1)
-	go func() { bDone <- c.AddOrReplace(ctx, "x", mctest.NewCluster(t, fleet.Config(1)), slow) }()
+	go func() { bDone <- c.AddOrReplace(ctx, "x", testbed.NewCluster(t, fleet.Config(1)), slow) }()
 	<-entered
 
 	// The newest replacement starts while the older one is still engaging;
 	// engagements of a name are serialized, so it waits for that one.
-	newest := mctest.NewCluster(t, fleet.Config(0))
+	newest := testbed.NewCluster(t, fleet.Config(0))
 	cDone := make(chan error, 1)
 	go func() { cDone <- c.AddOrReplace(ctx, "x", newest, &engagements{}) }()
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if got, _ := c.Get(ctx, "x"); got != newest {
 			return errors.New("the newest replacement is not current yet")
 		}

@@ -17,8 +17,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 func TestLazyRESTMapper(t *testing.T) {
@@ -63,7 +64,7 @@ func TestLazyRESTMapper(t *testing.T) {
 
 	// A CRD installed later is found.
 	installWidgetCRD(t, cfg)
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		mapping, err := m.RESTMapping(schema.GroupKind{Group: "example.com", Kind: "Widget"})
 		if err != nil {
 			return err
@@ -125,7 +126,7 @@ func installWidgetCRD(t *testing.T, cfg *rest.Config) {
 func TestLazyRESTMapperBoundsLookups(t *testing.T) {
 	defer clusters.SetDiscoveryTimeout(300 * time.Millisecond)()
 	cfg := fleet.Config(1)
-	cfg.Host = "https://" + mctest.HangingEndpoint(t)
+	cfg.Host = "https://" + testbed.HangingEndpoint(t)
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 )
 
@@ -54,10 +54,10 @@ func BenchmarkCreateRateAcrossMembers(b *testing.B) {
 func runCreates(b *testing.B, members, rate int, duration time.Duration, qps float32, burst int, maxDrain time.Duration) (int, time.Duration) {
 	ctx := context.Background()
 	ns := fmt.Sprintf("rate-%d", time.Now().UnixNano())
-	admin := mctest.NewClient(b, fleet.Config(0))
-	mctest.CreateNamespace(b, admin, ns)
-	admin1 := mctest.NewClient(b, fleet.Config(1))
-	mctest.CreateNamespace(b, admin1, ns)
+	admin := testbed.NewClient(b, fleet.Config(0))
+	testbed.CreateNamespace(b, admin, ns)
+	admin1 := testbed.NewClient(b, fleet.Config(1))
+	testbed.CreateNamespace(b, admin1, ns)
 
 	queues := make([]workqueue.TypedInterface[string], members)
 	var wg sync.WaitGroup

@@ -9,8 +9,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 // Clusters share discovery only with clusters that reach the same server as
@@ -58,7 +58,7 @@ func TestSharedMapperOnlyBetweenIdenticalIdentities(t *testing.T) {
 	for range 2 {
 		<-stopped
 	}
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		if n := clusters.SharedMapperRefs(shared); n != 0 {
 			return fmt.Errorf("shared mapper still held by %d stopped clusters", n)
 		}

@@ -12,13 +12,13 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 )
 
 // hangingConfig points at a server that accepts connections and never answers.
 func hangingConfig(t *testing.T) *rest.Config {
-	return &rest.Config{Host: "http://" + mctest.HangingEndpoint(t)}
+	return &rest.Config{Host: "http://" + testbed.HangingEndpoint(t)}
 }
 
 // getWithin runs a direct (uncached) Get and fails the test if it has not

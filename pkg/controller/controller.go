@@ -98,7 +98,9 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 	user := options.Reconciler
 	options.Reconciler = reconcile.TypedFunc[request](func(ctx context.Context, req request) (reconcile.Result, error) {
 		engaged := c.engagement(req.Cluster())
-		if engaged == nil {
+		// An engagement that ended is forgotten a moment later (its
+		// context's AfterFunc): requests queued for it are not engaged either.
+		if engaged == nil || engaged.Err() != nil {
 			return c.notEngaged(req), nil
 		}
 		// The engine holds the cluster's fence until this reconcile returned.

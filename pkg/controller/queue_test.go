@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
@@ -14,8 +13,6 @@ import (
 
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestMaxInFlightPerCluster(t *testing.T) {
 	for n, want := range map[int]int{0: 0, 1: 0, 2: 1, 3: 1, 8: 4, 9: 4} {

@@ -11,8 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -87,7 +87,7 @@ func TestSecondEngineStartIsAlreadyStarted(t *testing.T) {
 		}
 	}()
 	// An engine with nothing to wait for is ready once it has started.
-	mctest.Eventually(t, 0, func() error { return e.Ready(nil) })
+	fleettest.Eventually(t, 0, func() error { return e.Ready(nil) })
 	if err := e.Start(ctx); !errors.Is(err, multicluster.ErrAlreadyStarted) {
 		t.Fatalf("second Start: %v, want an error matching multicluster.ErrAlreadyStarted", err)
 	}

@@ -14,8 +14,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -40,8 +41,8 @@ func ptrTo[T any](v T) *T { return &v }
 func TestCredentialRotationOn401(t *testing.T) {
 	const ns = "rotation"
 	ctx := context.Background()
-	admin := mctest.NewClient(t, members.Config(1))
-	mctest.CreateNamespace(t, admin, ns)
+	admin := testbed.NewClient(t, members.Config(1))
+	testbed.CreateNamespace(t, admin, ns)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -74,16 +75,16 @@ func TestCredentialRotationOn401(t *testing.T) {
 	// A threshold no probe sequence reaches in this test: the rotation must
 	// come from the 401, not from a disconnection.
 	health := mcmanager.HealthOptions{Interval: 200 * time.Millisecond, Timeout: time.Second, FailureThreshold: 1000}
-	mgr := mctest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health))
+	mgr := fleettest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health))
 	rec := fleetController(t, mgr, "rotation", ns)
-	mctest.Start(t, mgr)
-	mctest.CreateConfigMap(t, admin, ns, "before", nil)
+	fleettest.RunManager(t, mgr)
+	testbed.CreateConfigMap(t, admin, ns, "before", nil)
 	rec.WaitFor(t, 1, "rotating", ns, "before")
 
 	// The provider's source now holds new credentials; the old ones are revoked.
 	newCfg.Store(tokenConfig(t, admin, 1, ns, "new"))
 	must(admin.Delete(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old"}}))
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if refreshed.Load() == 0 {
 			return fmt.Errorf("provider not asked for fresh credentials")
 		}
@@ -99,6 +100,6 @@ func TestCredentialRotationOn401(t *testing.T) {
 	if s, _ := mgr.(mcmanager.FleetOwner).Fleet().State("rotating"); s != fleet.StateEngaged {
 		t.Fatalf("rotating is %s", s)
 	}
-	mctest.CreateConfigMap(t, admin, ns, "after", nil)
+	testbed.CreateConfigMap(t, admin, ns, "after", nil)
 	rec.WaitFor(t, 1, "rotating", ns, "after")
 }

@@ -19,12 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -33,9 +34,9 @@ import (
 )
 
 // fleetController watches ConfigMaps of provider clusters only.
-func fleetController(t *testing.T, mgr mcmanager.Manager, name, ns string) *mctest.Recorder {
+func fleetController(t *testing.T, mgr mcmanager.Manager, name, ns string) *fleettest.Recorder {
 	t.Helper()
-	rec := &mctest.Recorder{Namespace: ns}
+	rec := &fleettest.Recorder{Namespace: ns}
 	if err := mcbuilder.ControllerManagedBy(mgr).Named(name).
 		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		Complete(rec); err != nil {
@@ -47,7 +48,7 @@ func fleetController(t *testing.T, mgr mcmanager.Manager, name, ns string) *mcte
 // running starts a cluster of member i as its provider would, until the test ends.
 func running(t *testing.T, i int) cluster.Cluster {
 	t.Helper()
-	cl := mctest.NewCluster(t, members.Config(i))
+	cl := testbed.NewCluster(t, members.Config(i))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = cl.Start(ctx) }()
@@ -74,14 +75,14 @@ func (r *refuser) Engage(_ context.Context, name multicluster.ClusterName, _ clu
 func TestEngagementIsAllOrNothing(t *testing.T) {
 	const ns = "all-or-nothing"
 	for _, i := range []int{1, 2} {
-		mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(i)), ns)
+		testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(i)), ns)
 	}
-	mgr := mctest.NewManager(t, members.Config(0), nil)
+	mgr := fleettest.NewManager(t, members.Config(0), nil)
 	rec := fleetController(t, mgr, "all-or-nothing", ns)
 	if err := mgr.Add(&refuser{name: "refused"}); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	if err := mgr.Engage(context.Background(), "refused", running(t, 1)); err == nil {
 		t.Fatal("engaging a cluster a runnable refuses succeeded")
@@ -89,11 +90,11 @@ func TestEngagementIsAllOrNothing(t *testing.T) {
 	if _, err := mgr.GetCluster(context.Background(), "refused"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 		t.Fatalf("GetCluster of the refused cluster: %v", err)
 	}
-	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(1)), ns, "in-refused", nil)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(1)), ns, "in-refused", nil)
 	if err := mgr.Engage(context.Background(), "accepted", running(t, 2)); err != nil {
 		t.Fatal(err)
 	}
-	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(2)), ns, "barrier", nil)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(2)), ns, "barrier", nil)
 	rec.WaitFor(t, 1, "accepted", ns, "barrier")
 	// The refused cluster's object would have been listed long before the barrier.
 	if n := rec.Count("refused", ns, "in-refused"); n != 0 {
@@ -105,10 +106,10 @@ func TestEngagementIsAllOrNothing(t *testing.T) {
 // old one, keeps the cluster engaged everywhere.
 func TestSameInstanceEngagedAgainWithANewContext(t *testing.T) {
 	const ns = "engaged-again"
-	mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(1)), ns)
-	mgr := mctest.NewManager(t, members.Config(0), nil)
+	testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(1)), ns)
+	mgr := fleettest.NewManager(t, members.Config(0), nil)
 	rec := fleetController(t, mgr, "engaged-again", ns)
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	cl := running(t, 1)
 	first, cancelFirst := context.WithCancel(context.Background())
@@ -122,7 +123,7 @@ func TestSameInstanceEngagedAgainWithANewContext(t *testing.T) {
 	}
 	cancelFirst()
 
-	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(1)), ns, "after", nil)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(1)), ns, "after", nil)
 	rec.WaitFor(t, 1, "again", ns, "after")
 	if _, err := mgr.GetCluster(context.Background(), "again"); err != nil {
 		t.Fatalf("manager lost the cluster: %v", err)
@@ -154,10 +155,10 @@ func (c *dyingCluster) Start(ctx context.Context) error {
 // then built again and engaged.
 func TestClusterWhoseStartFailsIsDisconnected(t *testing.T) {
 	const ns = "dies"
-	mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(1)), ns)
-	mgr := mctest.NewManager(t, members.Config(0), nil)
+	testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(1)), ns)
+	mgr := fleettest.NewManager(t, members.Config(0), nil)
 	rec := fleetController(t, mgr, "dies", ns)
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	eng := mgr.(mcmanager.FleetOwner).Fleet()
 
 	kill := make(chan struct{})
@@ -172,11 +173,11 @@ func TestClusterWhoseStartFailsIsDisconnected(t *testing.T) {
 		}
 		return cl, nil
 	}})
-	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(1)), ns, "before", nil)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(1)), ns, "before", nil)
 	rec.WaitFor(t, 1, "dies", ns, "before")
 
 	close(kill)
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if n := builds.Load(); n < 2 {
 			return fmt.Errorf("built %d times", n)
 		}
@@ -188,7 +189,7 @@ func TestClusterWhoseStartFailsIsDisconnected(t *testing.T) {
 	if got := testutil.ToFloat64(metrics.Transitions.WithLabelValues(string(fleet.StateEngaged), string(fleet.StateDisconnected))); got < 1 {
 		t.Errorf("no engaged → disconnected transition counted")
 	}
-	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(1)), ns, "after", nil)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(1)), ns, "after", nil)
 	rec.WaitFor(t, 1, "dies", ns, "after")
 }
 
@@ -197,9 +198,9 @@ func TestClusterWhoseStartFailsIsDisconnected(t *testing.T) {
 // in that cluster and other clusters go on.
 func TestWatchThatCannotSyncFailsOnlyThatController(t *testing.T) {
 	const ns = "cannot-sync"
-	admin := mctest.NewClient(t, members.Config(1))
-	mctest.CreateNamespace(t, admin, ns)
-	mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(2)), ns)
+	admin := testbed.NewClient(t, members.Config(1))
+	testbed.CreateNamespace(t, admin, ns)
+	testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(2)), ns)
 	must := func(err error) {
 		t.Helper()
 		if err != nil {
@@ -219,24 +220,24 @@ func TestWatchThatCannotSyncFailsOnlyThatController(t *testing.T) {
 	limited.Impersonate.UserName = "configmaps-only"
 
 	p := newConfigProvider(map[multicluster.ClusterName]*rest.Config{"limited": limited, "full": members.Config(2)})
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	configMaps := fleetController(t, mgr, "configmaps", ns)
-	secrets := &mctest.Recorder{Namespace: ns}
+	secrets := &fleettest.Recorder{Namespace: ns}
 	must(mcbuilder.ControllerManagedBy(mgr).Named("secrets").For(&corev1.Secret{}).
 		WithOptions(mccontroller.Options{CacheSyncTimeout: 2 * time.Second}).Complete(secrets))
 	failures := func() float64 { return testutil.ToFloat64(metrics.WatchFailures.WithLabelValues("secrets")) }
 	before := failures()
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if failures() == before {
 			return errors.New("no watch failure counted for the secrets controller")
 		}
 		return nil
 	})
-	mctest.CreateConfigMap(t, admin, ns, "still-watched", nil)
+	testbed.CreateConfigMap(t, admin, ns, "still-watched", nil)
 	configMaps.WaitFor(t, 1, "limited", ns, "still-watched")
-	must(mctest.NewClient(t, members.Config(2)).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "elsewhere"}}))
+	must(testbed.NewClient(t, members.Config(2)).Create(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "elsewhere"}}))
 	secrets.WaitFor(t, 1, "full", ns, "elsewhere")
 }
 
@@ -256,11 +257,11 @@ func blockingBuild(i int, release <-chan struct{}) func(context.Context) (cluste
 // for its engagement; one for a cluster nobody knows is dropped, counted.
 func TestRequestsForAJoiningClusterWaitForIt(t *testing.T) {
 	const ns = "fan-out"
-	host := mctest.NewClient(t, members.Config(0))
-	mctest.CreateNamespace(t, host, ns)
-	mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(1)), ns)
-	mgr := mctest.NewManager(t, members.Config(0), nil)
-	rec := &mctest.Recorder{Namespace: ns}
+	host := testbed.NewClient(t, members.Config(0))
+	testbed.CreateNamespace(t, host, ns)
+	testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(1)), ns)
+	mgr := fleettest.NewManager(t, members.Config(0), nil)
+	rec := &fleettest.Recorder{Namespace: ns}
 	toMembers := mchandler.EnqueueClusterRequestsFromMapFunc(func(_ context.Context, _ multicluster.ClusterName, obj client.Object) []mcreconcile.Request {
 		key := types.NamespacedName{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 		return []mcreconcile.Request{
@@ -277,18 +278,18 @@ func TestRequestsForAJoiningClusterWaitForIt(t *testing.T) {
 		return testutil.ToFloat64(metrics.DroppedRequests.WithLabelValues("fan-out", "cluster-not-engaged"))
 	}
 	before := dropped()
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	release := make(chan struct{})
 	mgr.(fleet.Publisher).SetMember(fleet.Member{Name: "joining", Hash: "1", Build: blockingBuild(1, release)})
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if s, _ := mgr.(mcmanager.FleetOwner).Fleet().State("joining"); s != fleet.StateStarting {
 			return fmt.Errorf("joining is %s", s)
 		}
 		return nil
 	})
-	mctest.CreateConfigMap(t, host, ns, "fan-me-out", nil)
-	mctest.Eventually(t, 0, func() error {
+	testbed.CreateConfigMap(t, host, ns, "fan-me-out", nil)
+	fleettest.Eventually(t, 0, func() error {
 		if dropped() == before {
 			return errors.New("request for an unknown cluster not counted as dropped")
 		}
@@ -305,12 +306,12 @@ func TestRequestsForAJoiningClusterWaitForIt(t *testing.T) {
 // application starts it too (upstream's examples start it).
 func TestSingleProviderWithAClusterTheApplicationRuns(t *testing.T) {
 	const ns = "app-started"
-	mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(1)), ns)
+	testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(1)), ns)
 	cl := running(t, 1)
-	mgr := mctest.NewManager(t, members.Config(0), single.New("only", cl))
+	mgr := fleettest.NewManager(t, members.Config(0), single.New("only", cl))
 	rec := fleetController(t, mgr, "app-started", ns)
-	mctest.Start(t, mgr)
-	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(1)), ns, "cm", nil)
+	fleettest.RunManager(t, mgr)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(1)), ns, "cm", nil)
 	rec.WaitFor(t, 1, "only", ns, "cm")
 }
 
@@ -328,7 +329,7 @@ func (p *lazyProvider) Get(_ context.Context, name multicluster.ClusterName) (cl
 		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
 	}
 	if p.created[name] == nil {
-		p.created = map[string]cluster.Cluster{name: mctest.NewCluster(p.t, members.Config(1))}
+		p.created = map[string]cluster.Cluster{name: testbed.NewCluster(p.t, members.Config(1))}
 	}
 	return p.created[name], nil
 }
@@ -341,7 +342,7 @@ func (p *lazyProvider) IndexField(context.Context, client.Object, string, client
 // providers creating clusters on demand work through the manager.
 func TestGetClusterAsksTheProvider(t *testing.T) {
 	p := &lazyProvider{t: t}
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	cl, err := mgr.GetCluster(context.Background(), "on-demand")
 	if err != nil {
 		t.Fatalf("GetCluster of a cluster the provider creates on demand: %v", err)

@@ -11,9 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -23,7 +24,7 @@ import (
 // Defect 4: a controller refuses an engagement whose context is already
 // done: accepting it would replace the live engagement of the name and end it.
 func TestControllerRefusesADoneEngagement(t *testing.T) {
-	mgr := mctest.NewManager(t, members.Config(0), nil)
+	mgr := fleettest.NewManager(t, members.Config(0), nil)
 	c, err := mccontroller.NewUnmanaged("done-engagement", mgr, mccontroller.Options{
 		Reconciler: mcreconcile.Func(func(context.Context, mcreconcile.Request) (reconcile.Result, error) {
 			return reconcile.Result{}, nil
@@ -47,7 +48,7 @@ func TestControllerRefusesADoneEngagement(t *testing.T) {
 // credentials, a reconnect) is requeued for the new instance, even when no
 // watch would produce it again (here: a channel event).
 func TestRequestInFlightSurvivesReplacement(t *testing.T) {
-	mgr := mctest.NewManager(t, members.Config(0), nil)
+	mgr := fleettest.NewManager(t, members.Config(0), nil)
 	events := make(chan mcsource.GenericEvent[*corev1.ConfigMap], 1)
 	var calls atomic.Int32
 	entered, proceed := make(chan struct{}), make(chan struct{})
@@ -66,7 +67,7 @@ func TestRequestInFlightSurvivesReplacement(t *testing.T) {
 	if err := c.MultiClusterWatch(mcsource.Channel(events, mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	first := running(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -100,7 +101,7 @@ func TestRequestInFlightSurvivesReplacement(t *testing.T) {
 		t.Fatal(err)
 	}
 	close(proceed)
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if n := calls.Load(); n < 2 {
 			return errDropped
 		}
@@ -118,11 +119,11 @@ func (e errorString) Error() string { return string(e) }
 // reconcile series cap, so that clusters that join later get a series.
 func TestReconcileSeriesReleasedWithTheirCluster(t *testing.T) {
 	const ns = "series-released"
-	mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(1)), ns)
-	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(1)), ns, "cm", nil)
-	mgr := mctest.NewManager(t, members.Config(0), nil, mcmanager.WithPerClusterReconcileMetrics(1))
+	testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(1)), ns)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(1)), ns, "cm", nil)
+	mgr := fleettest.NewManager(t, members.Config(0), nil, mcmanager.WithPerClusterReconcileMetrics(1))
 	rec := fleetController(t, mgr, "series-released", ns)
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := mgr.Engage(ctx, "first", running(t, 1)); err != nil {
@@ -130,7 +131,7 @@ func TestReconcileSeriesReleasedWithTheirCluster(t *testing.T) {
 	}
 	rec.WaitFor(t, 1, "first", ns, "cm")
 	cancel()
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if _, err := mgr.GetCluster(context.Background(), "first"); err == nil {
 			return errorString("first still engaged")
 		}
@@ -142,7 +143,7 @@ func TestReconcileSeriesReleasedWithTheirCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec.WaitFor(t, 1, "second", ns, "cm")
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if testutil.ToFloat64(metrics.Reconciles.WithLabelValues("series-released", "second", "success")) == 0 {
 			return errorString("the cluster that joined after another left has no reconcile series")
 		}

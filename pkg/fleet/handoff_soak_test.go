@@ -17,8 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -82,8 +83,8 @@ func TestHandoffSoak(t *testing.T) {
 	adopted := map[multicluster.ClusterName]*rest.Config{}
 	all := map[multicluster.ClusterName]bool{}
 	for i := 1; i <= 3; i++ {
-		mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(i)), ns)
-		mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(i)), ns, "cm", nil)
+		testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(i)), ns)
+		testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(i)), ns, "cm", nil)
 	}
 	for j := range clusters {
 		cfg := members.Config(1 + j%3)
@@ -100,18 +101,18 @@ func TestHandoffSoak(t *testing.T) {
 	generation := 0
 	type replica struct {
 		stop     context.CancelFunc
-		host     *mctest.Proxy // its connection to the host, where the Leases are
+		host     *testbed.Proxy // its connection to the host, where the Leases are
 		provider *configProvider
 	}
 	providers := map[string]*configProvider{}
 	start := func(name string) replica {
 		generation++
-		hostCfg, host := proxied(t, 0)
+		hostCfg, host := testbed.Proxied(t, members.Config(0))
 		mu.Lock()
 		provider := newConfigProvider(maps.Clone(published))
 		providers[name] = provider
 		mu.Unlock()
-		mgr := mctest.NewManager(t, hostCfg, provider, mcmanager.WithSharding(sharding.Options{
+		mgr := fleettest.NewManager(t, hostCfg, provider, mcmanager.WithSharding(sharding.Options{
 			Namespace: "default", Name: "handoff-soak", Identity: name,
 			LeaseDuration: lease, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
 		}))
@@ -125,7 +126,7 @@ func TestHandoffSoak(t *testing.T) {
 			Complete(log.reconciler(name, ns)); err != nil {
 			t.Fatal(err)
 		}
-		return replica{stop: mctest.Start(t, mgr), host: host, provider: provider}
+		return replica{stop: fleettest.RunManager(t, mgr), host: host, provider: provider}
 	}
 	// covered checks the reconciles since the later of since and a second
 	// ago: every cluster by exactly one replica, never by without (stopped),
@@ -163,7 +164,7 @@ func TestHandoffSoak(t *testing.T) {
 	var worst time.Duration
 	within := func(what string, disturbed time.Time, check func() error) {
 		t.Helper()
-		mctest.Eventually(t, time.Minute, check)
+		fleettest.Eventually(t, time.Minute, check)
 		took := time.Since(disturbed)
 		worst = max(worst, took)
 		if took > lease+syncBound {
@@ -190,7 +191,7 @@ func TestHandoffSoak(t *testing.T) {
 	for _, r := range names {
 		replicas[r] = start(r)
 	}
-	mctest.Eventually(t, time.Minute, covered(time.Now(), "", ""))
+	fleettest.Eventually(t, time.Minute, covered(time.Now(), "", ""))
 	rng := rand.New(rand.NewPCG(1, 2))
 	kinds := map[string]int{}
 	added := 0
@@ -241,7 +242,7 @@ func TestHandoffSoak(t *testing.T) {
 			delete(all, name)
 			mu.Unlock()
 			onProviders(func(p *configProvider) { p.members.Remove(name) })
-			mctest.Eventually(t, time.Minute, func() error {
+			fleettest.Eventually(t, time.Minute, func() error {
 				if owners := log.owners(time.Now().Add(-time.Second)); len(owners[name]) > 0 {
 					return fmt.Errorf("removed cluster %s still reconciled by %v", name, owners[name])
 				}

@@ -11,10 +11,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -27,27 +28,27 @@ func TestChaosOneMemberCutOff(t *testing.T) {
 	const ns = "chaos"
 	p, proxy := threeMembers(t, ns, "m3")
 	health := mcmanager.HealthOptions{Interval: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 3}
-	mgr := mctest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health), mcmanager.WithPerClusterReconcileMetrics(100))
-	rec := &mctest.Recorder{Namespace: ns}
+	mgr := fleettest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health), mcmanager.WithPerClusterReconcileMetrics(100))
+	rec := &fleettest.Recorder{Namespace: ns}
 	if err := mcbuilder.ControllerManagedBy(mgr).Named("chaos").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	eng := mgr.(mcmanager.FleetOwner).Fleet()
 
 	names := []string{"m1", "m2", "m3"}
 	for i, name := range names {
-		mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(i+1)), ns, "before", nil)
+		testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(i+1)), ns, "before", nil)
 		rec.WaitFor(t, 1, name, ns, "before")
 	}
-	baseline := mctest.NumGoroutine()
+	baseline := testbed.NumGoroutine()
 	unhealthyBefore := testutil.ToFloat64(metrics.Disengagements.WithLabelValues("unhealthy"))
 
 	// Cut member 3 off.
 	proxy.Cut()
 	cutAt := time.Now()
 	bound := time.Duration(health.FailureThreshold)*health.Interval + health.Timeout
-	mctest.Eventually(t, bound+10*time.Second, func() error {
+	fleettest.Eventually(t, bound+10*time.Second, func() error {
 		if s, _ := eng.State("m3"); s != fleet.StateDisconnected {
 			return fmt.Errorf("m3 is %s", s)
 		}
@@ -69,20 +70,20 @@ func TestChaosOneMemberCutOff(t *testing.T) {
 
 	// During the outage: the others keep reconciling; objects land in the cut member.
 	const during = 20
-	m3 := mctest.NewClient(t, members.Config(3))
+	m3 := testbed.NewClient(t, members.Config(3))
 	for i := range during {
-		mctest.CreateConfigMap(t, m3, ns, fmt.Sprintf("during-%d", i), nil)
+		testbed.CreateConfigMap(t, m3, ns, fmt.Sprintf("during-%d", i), nil)
 	}
 	for i, name := range names[:2] {
 		start := time.Now()
-		mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(i+1)), ns, "during", nil)
+		testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(i+1)), ns, "during", nil)
 		rec.WaitFor(t, 1, name, ns, "during")
 		t.Logf("%s: create to reconcile during the outage: %s", name, time.Since(start))
 	}
 
 	// Back: every object created meanwhile is reconciled.
 	proxy.SetUp(true)
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		missed := 0
 		for i := range during {
 			if rec.Count("m3", ns, fmt.Sprintf("during-%d", i)) == 0 {
@@ -104,23 +105,23 @@ func TestChaosOneMemberCutOff(t *testing.T) {
 	if got := testutil.ToFloat64(metrics.Reconciles.WithLabelValues("chaos", "m3", "success")); got < during {
 		t.Errorf("multicluster_reconcile_total{controller=chaos,cluster=m3,result=success} = %v, want at least %d", got, during)
 	}
-	mctest.WaitForGoroutines(t, baseline, 30*time.Second)
+	testbed.WaitForGoroutines(t, baseline, 30*time.Second)
 }
 
 // The readiness check passes once every member is engaged or has been
 // declared disconnected: a dead member does not hold it back for ever.
 func TestReadinessWithADeadMember(t *testing.T) {
-	dead, proxy := proxied(t, 2)
+	dead, proxy := testbed.Proxied(t, members.Config(2))
 	proxy.Cut() // down from the start
 	p := newConfigProvider(map[multicluster.ClusterName]*rest.Config{"alive": members.Config(1), "dead": dead})
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	eng := mgr.(mcmanager.FleetOwner).Fleet()
 	if err := eng.Ready(nil); err == nil {
 		t.Fatal("ready before the manager started")
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	<-p.started
-	mctest.Eventually(t, time.Minute, func() error { return eng.Ready(nil) })
+	fleettest.Eventually(t, time.Minute, func() error { return eng.Ready(nil) })
 	if s, _ := eng.State("alive"); s != fleet.StateEngaged {
 		t.Errorf("alive is %s", s)
 	}

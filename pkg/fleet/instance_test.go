@@ -15,9 +15,10 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -129,12 +130,12 @@ func inState(e *fleet.Engine, name multicluster.ClusterName, want fleet.State) f
 // disconnectAndReconnect cuts the cluster's server off until the engine
 // disconnects it, then lets it answer again until it is engaged again: the
 // same instance, engaged anew.
-func disconnectAndReconnect(t *testing.T, e *fleet.Engine, name multicluster.ClusterName, proxy *mctest.Proxy) {
+func disconnectAndReconnect(t *testing.T, e *fleet.Engine, name multicluster.ClusterName, proxy *testbed.Proxy) {
 	t.Helper()
 	proxy.Cut()
-	mctest.Eventually(t, time.Minute, inState(e, name, fleet.StateDisconnected))
+	fleettest.Eventually(t, time.Minute, inState(e, name, fleet.StateDisconnected))
 	proxy.SetUp(true)
-	mctest.Eventually(t, time.Minute, inState(e, name, fleet.StateEngaged))
+	fleettest.Eventually(t, time.Minute, inState(e, name, fleet.StateEngaged))
 }
 
 // hasHealthySeries reports whether multicluster_cluster_healthy has a series
@@ -165,7 +166,7 @@ func TestHealthySeriesReleasedOnHandOff(t *testing.T) {
 	const name = "handed-off-health"
 	cfg := members.Config(1)
 	e.SetMember(fleet.Member{Name: name, Hash: "1", Build: func(context.Context) (cluster.Cluster, error) { return cluster.New(cfg) }})
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if _, ok := tr.Engaged()[name]; !ok {
 			return errors.New("not engaged")
 		}
@@ -176,8 +177,8 @@ func TestHealthySeriesReleasedOnHandOff(t *testing.T) {
 	})
 
 	fences.setOwns(name, false)
-	mctest.Eventually(t, time.Minute, notEngaged(tr, name))
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, notEngaged(tr, name))
+	fleettest.Eventually(t, time.Minute, func() error {
 		if hasHealthySeries(name) {
 			return errors.New("multicluster_cluster_healthy still has a series for a cluster handed to another replica")
 		}
@@ -191,7 +192,7 @@ func TestReconnectedInstanceDeathIsNoticed(t *testing.T) {
 	var logs logLines
 	e, _ := startProbing(t, fleet.Options{Logger: logs.logger()})
 	const name = "reconnected-dies"
-	cfg, proxy := proxied(t, 1)
+	cfg, proxy := testbed.Proxied(t, members.Config(1))
 	inner, err := cluster.New(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -199,11 +200,11 @@ func TestReconnectedInstanceDeathIsNoticed(t *testing.T) {
 	cl := newMortal(t, inner)
 	cl.release() // Start returns as soon as the cluster stops
 	e.SetMember(fleet.Member{Name: name, Hash: "1", Cluster: cl})
-	mctest.Eventually(t, time.Minute, inState(e, name, fleet.StateEngaged))
+	fleettest.Eventually(t, time.Minute, inState(e, name, fleet.StateEngaged))
 	disconnectAndReconnect(t, e, name, proxy)
 
 	cl.kill()
-	mctest.Eventually(t, time.Minute, func() error { return logs.find("Cluster stopped running", name) })
+	fleettest.Eventually(t, time.Minute, func() error { return logs.find("Cluster stopped running", name) })
 }
 
 // Defect 8: a pre-built cluster disconnected and engaged again keeps its
@@ -213,21 +214,21 @@ func TestReconnectedInstanceIsWaitedForBeforeRelease(t *testing.T) {
 	fences := newFenceService()
 	e, tr := startProbing(t, fleet.Options{Admission: fences})
 	const name = "reconnected-handed-off"
-	cfg, proxy := proxied(t, 1)
+	cfg, proxy := testbed.Proxied(t, members.Config(1))
 	inner, err := cluster.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cl := newMortal(t, inner)
 	e.SetMember(fleet.Member{Name: name, Hash: "1", Cluster: cl})
-	mctest.Eventually(t, time.Minute, inState(e, name, fleet.StateEngaged))
+	fleettest.Eventually(t, time.Minute, inState(e, name, fleet.StateEngaged))
 	disconnectAndReconnect(t, e, name, proxy)
 
 	fences.setOwns(name, false)
-	mctest.Eventually(t, time.Minute, notEngaged(tr, name))
+	fleettest.Eventually(t, time.Minute, notEngaged(tr, name))
 	<-cl.inner // the cluster has stopped; its Start has not returned yet
 	// The fence must hold while Start has not returned; then let it return.
-	mctest.Consistently(t, 500*time.Millisecond, func() error {
+	fleettest.Consistently(t, 500*time.Millisecond, func() error {
 		if _, released := fences.releasedAt(name); released {
 			return errors.New("fence released before the cluster's Start returned")
 		}
@@ -235,7 +236,7 @@ func TestReconnectedInstanceIsWaitedForBeforeRelease(t *testing.T) {
 	})
 	cl.release()
 	var released time.Time
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		at, ok := fences.releasedAt(name)
 		if !ok {
 			return errors.New("fence not released")
@@ -295,7 +296,7 @@ func TestInstanceDeadWhileEngagingIsNotMadeCurrent(t *testing.T) {
 		}
 		return cluster.New(cfg)
 	}})
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		got, ok := tr.Engaged()[name]
 		switch {
 		case !ok:

@@ -16,10 +16,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -37,7 +38,7 @@ func (f *firstSeen) create(t *testing.T, c client.Client, req mcreconcile.Reques
 	f.mu.Lock()
 	f.created[req] = time.Now()
 	f.mu.Unlock()
-	mctest.CreateConfigMap(t, c, req.Namespace, req.Name, nil)
+	testbed.CreateConfigMap(t, c, req.Namespace, req.Name, nil)
 }
 
 func (f *firstSeen) seen(req mcreconcile.Request) {
@@ -106,7 +107,7 @@ func (f *firstSeen) missing() ([]mcreconcile.Request, []time.Duration) {
 func TestBlackholedMemberDoesNotStallTheFleet(t *testing.T) {
 	const ns = "isolation"
 	p, proxy := threeMembers(t, ns, "holed")
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	seen := &firstSeen{created: map[mcreconcile.Request]time.Time{}, latency: map[mcreconcile.Request]time.Duration{}}
 	// A status-keeping reconciler: it reads its object live from the member
 	// and looks again every second.
@@ -127,16 +128,16 @@ func TestBlackholedMemberDoesNotStallTheFleet(t *testing.T) {
 		})); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	clients := map[string]client.Client{}
 	for i, name := range []string{"m1", "m2", "holed"} {
-		clients[name] = mctest.NewClient(t, members.Config(i+1))
+		clients[name] = testbed.NewClient(t, members.Config(i+1))
 		for j := range 5 {
-			seen.create(t, clients[name], mctest.Req(name, ns, fmt.Sprintf("steady-%d", j)))
+			seen.create(t, clients[name], fleettest.Request(name, ns, fmt.Sprintf("steady-%d", j)))
 		}
 	}
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if missed, _ := seen.missing(); len(missed) > 0 {
 			return fmt.Errorf("not reconciled before the blackhole: %v", missed)
 		}
@@ -153,13 +154,13 @@ func TestBlackholedMemberDoesNotStallTheFleet(t *testing.T) {
 		began := time.Now()
 		for i := range 40 {
 			healthy := []string{"m1", "m2"}[i%2]
-			seen.create(t, clients[healthy], mctest.Req(healthy, ns, fmt.Sprintf("%s-%d", name, i)))
+			seen.create(t, clients[healthy], fleettest.Request(healthy, ns, fmt.Sprintf("%s-%d", name, i)))
 			if i%4 == 0 {
-				seen.create(t, clients["holed"], mctest.Req("holed", ns, fmt.Sprintf("%s-%d", name, i)))
+				seen.create(t, clients["holed"], fleettest.Request("holed", ns, fmt.Sprintf("%s-%d", name, i)))
 			}
 			time.Sleep(200 * time.Millisecond) // the load's pace, not a wait for an outcome
 		}
-		mctest.Eventually(t, 10*time.Second, func() error {
+		fleettest.Eventually(t, 10*time.Second, func() error {
 			if missed := seen.missingExcept("holed"); len(missed) > 0 {
 				return fmt.Errorf("%s: %d objects of healthy members not reconciled while a member is disturbed: %v", name, len(missed), missed)
 			}
@@ -171,7 +172,7 @@ func TestBlackholedMemberDoesNotStallTheFleet(t *testing.T) {
 		close(stop)
 		<-stopped
 		proxy.SetUp(true)
-		mctest.Eventually(t, 2*time.Minute, func() error {
+		fleettest.Eventually(t, 2*time.Minute, func() error {
 			if missed, _ := seen.missing(); len(missed) > 0 {
 				return fmt.Errorf("after %s: not reconciled: %v", name, missed)
 			}
@@ -215,11 +216,11 @@ func percentile(sorted []time.Duration, q float64) time.Duration {
 // list brings it back when it is engaged again).
 func TestDisconnectEndsReconcilesInFlight(t *testing.T) {
 	const ns = "inflight"
-	mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(2)), ns)
-	holed, proxy := proxied(t, 2)
+	testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(2)), ns)
+	holed, proxy := testbed.Proxied(t, members.Config(2))
 	p := newConfigProvider(map[multicluster.ClusterName]*rest.Config{"holed": holed})
 	health := mcmanager.HealthOptions{Interval: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 3}
-	mgr := mctest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health))
+	mgr := fleettest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health))
 	ended := make(chan error, 10)
 	var holding sync.Once
 	held := make(chan struct{})
@@ -244,19 +245,19 @@ func TestDisconnectEndsReconcilesInFlight(t *testing.T) {
 		})); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	eng := mgr.(mcmanager.FleetOwner).Fleet()
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if s, _ := eng.State("holed"); s != fleet.StateEngaged {
 			return fmt.Errorf("holed is %s", s)
 		}
 		return nil
 	})
 	dropped := testutil.ToFloat64(metrics.DroppedRequests.WithLabelValues("inflight", "cluster-disengaged"))
-	mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(2)), ns, "cm", map[string]string{"k": "v"})
+	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(2)), ns, "cm", map[string]string{"k": "v"})
 	// Once the object is in the cache, blackhole the member; the next
 	// reconcile reads it live and hangs until the member is disconnected.
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		cl, err := mgr.GetCluster(context.Background(), "holed")
 		if err != nil {
 			return err
@@ -278,7 +279,7 @@ func TestDisconnectEndsReconcilesInFlight(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("the reconcile in flight did not end within a minute of the blackhole")
 	}
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		if got := testutil.ToFloat64(metrics.DroppedRequests.WithLabelValues("inflight", "cluster-disengaged")) - dropped; got < 1 {
 			return fmt.Errorf("multicluster_dropped_requests_total{controller=inflight,reason=cluster-disengaged} grew by %v, want 1", got)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/url"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -12,17 +11,18 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // members: 0 is the host, 1 to 3 are members.
-var members *testfleet.Fleet
+var members *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 4, func(f *testfleet.Fleet) { members = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 4, func(f *fleettest.Fleet) { members = f })
 }
 
 // configProvider is the smallest built-in-style provider: it publishes
@@ -63,28 +63,14 @@ func (p *configProvider) IndexField(ctx context.Context, obj client.Object, fiel
 
 var _ multicluster.ProviderRunnable = &configProvider{}
 
-// proxied returns member i's config through a proxy the test can cut.
-func proxied(t *testing.T, i int) (*rest.Config, *mctest.Proxy) {
-	t.Helper()
-	cfg := members.Config(i)
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := mctest.NewProxy(t, u.Host)
-	proxy.SetUp(true)
-	cfg.Host = "https://" + proxy.Addr()
-	return cfg, proxy
-}
-
 // threeMembers creates namespace ns in members 1 to 3 and returns a provider
 // of them, named m1, m2 and third; the third is reached through a proxy.
-func threeMembers(t *testing.T, ns, third string) (*configProvider, *mctest.Proxy) {
+func threeMembers(t *testing.T, ns, third string) (*configProvider, *testbed.Proxy) {
 	t.Helper()
 	for i := 1; i <= 3; i++ {
-		mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(i)), ns)
+		testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(i)), ns)
 	}
-	proxiedCfg, proxy := proxied(t, 3)
+	proxiedCfg, proxy := testbed.Proxied(t, members.Config(3))
 	return newConfigProvider(map[multicluster.ClusterName]*rest.Config{
 		"m1": members.Config(1), "m2": members.Config(2), third: proxiedCfg,
 	}), proxy

@@ -12,9 +12,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -209,11 +209,11 @@ func TestAdoptedClusterIsFencedAndHandedOff(t *testing.T) {
 	if !fences.holds("adopted") {
 		t.Fatal("an adopted cluster was engaged without its fence")
 	}
-	mctest.Eventually(t, 0, engagedWith(tr, "adopted", cl))
+	fleettest.Eventually(t, 0, engagedWith(tr, "adopted", cl))
 
 	fences.setOwns("adopted", false)
-	mctest.Eventually(t, 0, notEngaged(tr, "adopted"))
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, notEngaged(tr, "adopted"))
+	fleettest.Eventually(t, 0, func() error {
 		if fences.holds("adopted") {
 			return errors.New("fence of a cluster owned elsewhere still held")
 		}
@@ -221,7 +221,7 @@ func TestAdoptedClusterIsFencedAndHandedOff(t *testing.T) {
 	})
 
 	fences.setOwns("adopted", true)
-	mctest.Eventually(t, 0, engagedWith(tr, "adopted", cl))
+	fleettest.Eventually(t, 0, engagedWith(tr, "adopted", cl))
 	if !fences.holds("adopted") {
 		t.Fatal("an adopted cluster was engaged again without its fence")
 	}
@@ -243,7 +243,7 @@ func TestAdoptedClusterOwnedElsewhereWaits(t *testing.T) {
 		t.Fatal("a cluster owned by another replica was engaged or fenced here")
 	}
 	fences.setOwns("elsewhere", true)
-	mctest.Eventually(t, 0, engagedWith(tr, "elsewhere", cl))
+	fleettest.Eventually(t, 0, engagedWith(tr, "elsewhere", cl))
 }
 
 // Defect 2: a member removed and published again at once (a recreated
@@ -259,7 +259,7 @@ func TestRepublishedMemberIsEngagedAgain(t *testing.T) {
 		}}
 	}
 	e.SetMember(member(1))
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if _, ok := tr.Engaged()["recreated"]; !ok {
 			return errors.New("not engaged")
 		}
@@ -268,7 +268,7 @@ func TestRepublishedMemberIsEngagedAgain(t *testing.T) {
 	for i := 2; i < 5; i++ {
 		e.RemoveMember("recreated")
 		e.SetMember(member(i))
-		mctest.Eventually(t, time.Minute, func() error {
+		fleettest.Eventually(t, time.Minute, func() error {
 			if s, _ := e.State("recreated"); s != fleet.StateEngaged {
 				return fmt.Errorf("round %d: recreated is %s", i, s)
 			}
@@ -294,7 +294,7 @@ func TestConcurrentEngageOfOneInstance(t *testing.T) {
 				t.Fatalf("round %d: %v", round, err)
 			}
 		}
-		mctest.Eventually(t, 0, engagedWith(tr, name, cl))
+		fleettest.Eventually(t, 0, engagedWith(tr, name, cl))
 	}
 }
 
@@ -317,7 +317,7 @@ func TestReplaceAfterCancel(t *testing.T) {
 		if err := e.Engage(ctx, "churn", next); err != nil {
 			t.Fatalf("replacement %d: %v", i, err)
 		}
-		mctest.Eventually(t, 5*time.Second, func() error {
+		fleettest.Eventually(t, 5*time.Second, func() error {
 			err := engagedWith(tr, "churn", next)()
 			if err != nil {
 				return fmt.Errorf("%w (step %d, %v)", err, i, e.Clusters())
@@ -326,7 +326,7 @@ func TestReplaceAfterCancel(t *testing.T) {
 		})
 	}
 	cancel()
-	mctest.Eventually(t, 0, notEngaged(tr, "churn"))
+	fleettest.Eventually(t, 0, notEngaged(tr, "churn"))
 }
 
 // Defect 5: a fence is released only once the reconciles in flight against
@@ -341,14 +341,14 @@ func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 	if err := e.Engage(ctx, "drained", cl); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, 0, engagedWith(tr, "drained", cl))
+	fleettest.Eventually(t, 0, engagedWith(tr, "drained", cl))
 	engaged, done, ok := e.Hold("drained")
 	if !ok {
 		t.Fatal("Hold of an engaged cluster failed")
 	}
 	fences.setOwns("drained", false)
 	<-engaged.Done() // the reconcile is told to stop
-	mctest.Consistently(t, 300*time.Millisecond, func() error {
+	fleettest.Consistently(t, 300*time.Millisecond, func() error {
 		if _, released := fences.releasedAt("drained"); released {
 			return errors.New("fence released while a reconcile was in flight")
 		}
@@ -356,7 +356,7 @@ func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 	})
 	returned := time.Now()
 	done()
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		at, ok := fences.releasedAt("drained")
 		if !ok {
 			return errors.New("fence not released after the reconcile returned")
@@ -374,7 +374,7 @@ func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 	if err := e2.Engage(ctx, "stuck", cl); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, 0, engagedWith(tr2, "stuck", cl))
+	fleettest.Eventually(t, 0, engagedWith(tr2, "stuck", cl))
 	_, stuck, ok := e2.Hold("stuck")
 	if !ok {
 		t.Fatal("Hold of an engaged cluster failed")
@@ -382,7 +382,7 @@ func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 	defer stuck()
 	overruns := testutil.ToFloat64(metrics.DrainOverruns)
 	fences2.setOwns("stuck", false)
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if _, ok := fences2.releasedAt("stuck"); !ok {
 			return errors.New("fence held beyond the drain timeout")
 		}
@@ -402,7 +402,7 @@ func TestReadinessWaitsForOwnedClustersFences(t *testing.T) {
 	e.SetMember(fleet.Member{Name: "waits", Hash: "1", Build: func(context.Context) (cluster.Cluster, error) {
 		return cluster.New(members.Config(1))
 	}})
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		fences.mu.Lock()
 		defer fences.mu.Unlock()
 		if fences.asked == 0 {
@@ -414,5 +414,5 @@ func TestReadinessWaitsForOwnedClustersFences(t *testing.T) {
 		t.Fatal("ready while an owned cluster waits for its fence")
 	}
 	close(fences.block)
-	mctest.Eventually(t, time.Minute, func() error { return e.Ready(nil) })
+	fleettest.Eventually(t, time.Minute, func() error { return e.Ready(nil) })
 }

@@ -10,8 +10,8 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 // hangingTransport stands for a credential plugin that hangs: while hang is
@@ -68,7 +68,7 @@ func TestProbeThatHangsIsBounded(t *testing.T) {
 	}
 	hang.Store(true)
 	hungAt := time.Now()
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if s, _ := eng.State("stuck"); s != fleet.StateDisconnected {
 			return fmt.Errorf("stuck is %s", s)
 		}

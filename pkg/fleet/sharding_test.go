@@ -13,9 +13,10 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -96,8 +97,8 @@ func TestShardingAcrossReplicas(t *testing.T) {
 	const ns = "sharded"
 	cfgs := map[multicluster.ClusterName]*rest.Config{}
 	for i := 1; i <= 3; i++ {
-		mctest.CreateNamespace(t, mctest.NewClient(t, members.Config(i)), ns)
-		mctest.CreateConfigMap(t, mctest.NewClient(t, members.Config(i)), ns, "cm", nil)
+		testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(i)), ns)
+		testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(i)), ns, "cm", nil)
 		for j := range 4 {
 			cfgs[fmt.Sprintf("shard-%d-%d", i, j)] = members.Config(i)
 		}
@@ -109,17 +110,17 @@ func TestShardingAcrossReplicas(t *testing.T) {
 	log := &spanLog{}
 	stops := map[string]context.CancelFunc{}
 	engines := map[string]*fleet.Engine{}
-	var cutOff *mctest.Proxy
+	var cutOff *testbed.Proxy
 	for _, replica := range []string{"r1", "r2", "r3"} {
 		host := members.Config(0)
 		if replica == "r2" {
 			// r2 reaches the host through a proxy: cutting it is a crash, as
 			// its peers see it (no release, the lease runs out).
-			cutOff = mctest.NewProxy(t, hostURL.Host)
+			cutOff = testbed.NewProxy(t, hostURL.Host)
 			cutOff.SetUp(true)
 			host.Host = "https://" + cutOff.Addr()
 		}
-		mgr := mctest.NewManager(t, host, newConfigProvider(cfgs), mcmanager.WithSharding(sharding.Options{
+		mgr := fleettest.NewManager(t, host, newConfigProvider(cfgs), mcmanager.WithSharding(sharding.Options{
 			Namespace: "default", Name: "sharding-test", Identity: replica,
 			LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
 		}))
@@ -127,7 +128,7 @@ func TestShardingAcrossReplicas(t *testing.T) {
 			Complete(log.reconciler(replica, ns)); err != nil {
 			t.Fatal(err)
 		}
-		stops[replica] = mctest.Start(t, mgr)
+		stops[replica] = fleettest.RunManager(t, mgr)
 		engines[replica] = mgr.(mcmanager.FleetOwner).Fleet()
 	}
 
@@ -158,12 +159,12 @@ func TestShardingAcrossReplicas(t *testing.T) {
 			return nil
 		}
 	}
-	mctest.Eventually(t, time.Minute, covered("r1", "r2", "r3"))
+	fleettest.Eventually(t, time.Minute, covered("r1", "r2", "r3"))
 	t.Logf("12 clusters shared: %v", log.owners(time.Now().Add(-time.Second)))
 
 	stops["r1"]() // a clean stop
 	stopped := time.Now()
-	mctest.Eventually(t, time.Minute, covered("r2", "r3"))
+	fleettest.Eventually(t, time.Minute, covered("r2", "r3"))
 	t.Logf("clean stop: clusters moved within %s", time.Since(stopped))
 
 	cutOff.Cut() // a crash, as the others see it
@@ -175,7 +176,7 @@ func TestShardingAcrossReplicas(t *testing.T) {
 			}
 		}
 	}()
-	mctest.Eventually(t, time.Minute, covered("r3"))
+	fleettest.Eventually(t, time.Minute, covered("r3"))
 	t.Logf("crash: clusters moved within %s (lease 3s)", time.Since(crashed))
 
 	if o := log.overlaps(); len(o) > 0 {

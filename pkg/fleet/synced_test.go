@@ -10,10 +10,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
@@ -41,13 +42,13 @@ func reports(t *testing.T) (chan error, func(error)) {
 // not announced engaged, and the failure is reported, naming the controller,
 // the cluster and the type, within seconds (not after CacheSyncTimeout).
 func TestFailingListIsNotEngaged(t *testing.T) {
-	proxy := mctest.NewAPIProxy(t, members.Config(1))
+	proxy := testbed.NewAPIProxy(t, members.Config(1))
 	proxy.FailLists("configmaps")
 	p := newConfigProvider(nil)
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	name := unique("failing-list")
 	fleetController(t, mgr, name, "failing-list")
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	<-p.started
 
 	got, report := reports(t)
@@ -92,12 +93,12 @@ func TestFailingListIsNotEngaged(t *testing.T) {
 // when the engagement is given up: no stream outlives it.
 func TestUnsyncedWatchIsClosedWhenGivenUp(t *testing.T) {
 	const timeout = 3 * time.Second
-	proxy := mctest.NewAPIProxy(t, members.Config(1))
+	proxy := testbed.NewAPIProxy(t, members.Config(1))
 	proxy.HangLists("configmaps")
 	p := newConfigProvider(nil)
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	c, err := mccontroller.New(unique("hanging-list"), mgr, mccontroller.Options{
-		Reconciler: &mctest.Recorder{}, CacheSyncTimeout: timeout,
+		Reconciler: &fleettest.Recorder{}, CacheSyncTimeout: timeout,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -105,7 +106,7 @@ func TestUnsyncedWatchIsClosedWhenGivenUp(t *testing.T) {
 	if err := c.MultiClusterWatch(mcsource.Kind(&corev1.ConfigMap{}, mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	<-p.started
 
 	got, report := reports(t)
@@ -135,7 +136,7 @@ func TestUnsyncedWatchIsClosedWhenGivenUp(t *testing.T) {
 		t.Fatalf("the engagement was not given up (%d failures reported, %d streams closed)", failures, len(closed))
 	}
 	p.members.Remove("hanging")
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if open, _, _ := proxy.Streams(); open > 0 {
 			return fmt.Errorf("%d streams still open after the member was removed", open)
 		}
@@ -146,15 +147,15 @@ func TestUnsyncedWatchIsClosedWhenGivenUp(t *testing.T) {
 // Engagements wait for watches to sync now: a controller added while one is
 // in flight (its list hangs) is not held up by it.
 func TestLateControllerNotHeldUpBySyncingCluster(t *testing.T) {
-	proxy := mctest.NewAPIProxy(t, members.Config(1))
+	proxy := testbed.NewAPIProxy(t, members.Config(1))
 	proxy.HangLists("configmaps")
 	p := newConfigProvider(nil)
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	fleetController(t, mgr, unique("syncing-first"), "syncing-first")
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	<-p.started
 	p.members.Set("syncing", "h1", proxy.Config(), nil)
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if open, _, _ := proxy.Streams(); open == 0 {
 			return fmt.Errorf("the engagement's list is not in flight yet")
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"net/url"
 	"sync"
 	"testing"
 
@@ -14,21 +13,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // members: 0 is the host, 1 and 2 are members.
-var members *testfleet.Fleet
+var members *fleettest.Fleet
 
 func TestMain(m *testing.M) {
 	// controller-runtime's metadata-only informers wrap their watch in
 	// apimachinery's watch.Filter, whose goroutine blocks for ever on a send
 	// once the informer stopped reading (filter.go has no stop path): an
 	// upstream leak of every stopped metadata informer, not one of ours.
-	testfleet.RunMain(m, 3, func(f *testfleet.Fleet) { members = f },
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 3, func(f *fleettest.Fleet) { members = f },
 		goleak.IgnoreTopFunction("k8s.io/apimachinery/pkg/watch.(*filteredWatch).loop"))
 }
 
@@ -74,17 +74,3 @@ func (p *configProvider) IndexField(ctx context.Context, obj client.Object, fiel
 }
 
 var _ multicluster.ProviderRunnable = &configProvider{}
-
-// proxied returns member i's config through a proxy the test can cut.
-func proxied(t *testing.T, i int) (*rest.Config, *mctest.Proxy) {
-	t.Helper()
-	cfg := members.Config(i)
-	u, err := url.Parse(cfg.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := mctest.NewProxy(t, u.Host)
-	proxy.SetUp(true)
-	cfg.Host = "https://" + proxy.Addr()
-	return cfg, proxy
-}

@@ -16,8 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleetreader"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -28,9 +29,9 @@ import (
 func seed(t *testing.T, prefix string, objs ...string) string {
 	t.Helper()
 	ns := fmt.Sprintf("%s-%d", prefix, nsCounter.Add(1)) // -count=N reuses the control planes
-	clients := map[string]client.Client{"1": mctest.NewClient(t, members.Config(1)), "2": mctest.NewClient(t, members.Config(2))}
+	clients := map[string]client.Client{"1": testbed.NewClient(t, members.Config(1)), "2": testbed.NewClient(t, members.Config(2))}
 	for _, c := range clients {
-		mctest.CreateNamespace(t, c, ns)
+		testbed.CreateNamespace(t, c, ns)
 	}
 	for _, o := range objs {
 		member, rest, _ := strings.Cut(o, "/")
@@ -39,7 +40,7 @@ func seed(t *testing.T, prefix string, objs ...string) string {
 		if owner != "" {
 			data = map[string]string{"owner": owner}
 		}
-		cm := mctest.CreateConfigMap(t, clients[member], ns, name, data)
+		cm := testbed.CreateConfigMap(t, clients[member], ns, name, data)
 		if name == "a" || name == "c" {
 			cm.Labels = map[string]string{"tier": "web"}
 			if err := clients[member].Update(context.Background(), cm); err != nil {
@@ -69,7 +70,7 @@ func names(entries []fleetreader.Entry[*corev1.ConfigMap]) string {
 // expectList polls the generic List until it returns want.
 func expectList(t *testing.T, r *fleetreader.Reader, want string, opts ...client.ListOption) {
 	t.Helper()
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		got, err := fleetreader.List[*corev1.ConfigMap](context.Background(), r, opts...)
 		if err != nil {
 			return err
@@ -84,7 +85,7 @@ func expectList(t *testing.T, r *fleetreader.Reader, want string, opts ...client
 func newReader(t *testing.T, cfgs map[multicluster.ClusterName]*rest.Config, mcOpts ...mcmanager.Option) (*configProvider, *fleetreader.Reader) {
 	t.Helper()
 	p := newConfigProvider(cfgs)
-	mgr := mctest.NewManager(t, members.Config(0), p, mcOpts...)
+	mgr := fleettest.NewManager(t, members.Config(0), p, mcOpts...)
 	r, err := mgr.GetFleetReader()
 	if err != nil {
 		t.Fatal(err)
@@ -95,7 +96,7 @@ func newReader(t *testing.T, cfgs map[multicluster.ClusterName]*rest.Config, mcO
 	if err := r.Informer(context.Background(), &corev1.ConfigMap{}); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	return p, r
 }
 
@@ -147,7 +148,7 @@ func TestListAcrossMembers(t *testing.T) {
 	if err := r.Informer(ctx, meta); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		metaList := &metav1.PartialObjectMetadataList{}
 		metaList.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
 		if err := r.List(ctx, metaList, in, client.MatchingLabels{"tier": "web"}); err != nil {
@@ -194,7 +195,7 @@ func owner(obj client.Object) []string {
 func TestIndexLookups(t *testing.T) {
 	ns := seed(t, "index", "1/x=alice", "1/y=bob", "2/z=alice", "2/a=carol")
 	p := newConfigProvider(twoMembers())
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	r, err := fleetreader.New(mgr)
 	if err != nil {
 		t.Fatal(err)
@@ -211,7 +212,7 @@ func TestIndexLookups(t *testing.T) {
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.ConfigMap{}, "perCluster", owner); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	expectList(t, r, "m1/x m2/z", client.MatchingFields{"perCluster": "alice"}, client.InNamespace(ns))
 	if _, err := fleetreader.List[*corev1.ConfigMap](ctx, r, client.MatchingFields{"unindexed": "alice"}); err == nil || !strings.Contains(err.Error(), `cluster "m1"`) {
 		t.Errorf("List by a field indexed nowhere: %v, want an error naming the cluster", err)
@@ -226,7 +227,7 @@ func TestIndexLookups(t *testing.T) {
 	expectList(t, r, "", byOwner("alice"), client.InNamespace("elsewhere"))
 
 	// Updates move an object between values; deletes remove it.
-	c1 := mctest.NewClient(t, members.Config(1))
+	c1 := testbed.NewClient(t, members.Config(1))
 	var y corev1.ConfigMap
 	if err := c1.Get(ctx, client.ObjectKey{Namespace: ns, Name: "y"}, &y); err != nil {
 		t.Fatal(err)
@@ -253,7 +254,7 @@ func TestIndexLookups(t *testing.T) {
 func TestMemberLeavingTakesItsItems(t *testing.T) {
 	ns := seed(t, "leaving", "1/a=dave", "2/c=dave")
 	p := newConfigProvider(twoMembers())
-	mgr := mctest.NewManager(t, members.Config(0), p)
+	mgr := fleettest.NewManager(t, members.Config(0), p)
 	r, err := fleetreader.New(mgr)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +262,7 @@ func TestMemberLeavingTakesItsItems(t *testing.T) {
 	if err := r.IndexField(context.Background(), &corev1.ConfigMap{}, "owner", owner); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	expectList(t, r, "m1/a m2/c", client.InNamespace(ns))
 	expectList(t, r, "m1/a m2/c", client.MatchingFields{"owner": "dave"}, client.InNamespace(ns))
 
@@ -271,7 +272,7 @@ func TestMemberLeavingTakesItsItems(t *testing.T) {
 	if got := r.Clusters(); !slices.Equal(got, []string{"m1"}) {
 		t.Errorf("Clusters() = %v after m2 left", got)
 	}
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		if n := fleetreader.IndexEntries(r, &corev1.ConfigMap{}, "owner", "m2"); n != 0 {
 			return fmt.Errorf("%d index entries of m2 left", n)
 		}
@@ -285,10 +286,10 @@ func TestMemberLeavingTakesItsItems(t *testing.T) {
 
 func TestMemberDisconnectedThenBack(t *testing.T) {
 	ns := seed(t, "disconnect", "1/a=erin", "2/c=erin")
-	cfg2, proxy := proxied(t, 2)
+	cfg2, proxy := testbed.Proxied(t, members.Config(2))
 	p := newConfigProvider(map[multicluster.ClusterName]*rest.Config{"m1": members.Config(1), "m2": cfg2})
 	health := mcmanager.HealthOptions{Interval: 200 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 2}
-	mgr := mctest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health))
+	mgr := fleettest.NewManager(t, members.Config(0), p, mcmanager.WithHealthChecks(health))
 	r, err := fleetreader.New(mgr)
 	if err != nil {
 		t.Fatal(err)
@@ -296,7 +297,7 @@ func TestMemberDisconnectedThenBack(t *testing.T) {
 	if err := r.IndexField(context.Background(), &corev1.ConfigMap{}, "owner", owner); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	expectList(t, r, "m1/a m2/c", client.InNamespace(ns))
 
 	proxy.Cut()

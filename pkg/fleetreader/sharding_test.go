@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleetreader"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -44,7 +44,7 @@ func TestShardedReplicasReadOnlyTheirShard(t *testing.T) {
 		readers[replica] = r
 	}
 
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		var union []string
 		for replica, r := range readers {
 			clusters := r.Clusters()

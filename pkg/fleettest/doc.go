@@ -21,7 +21,9 @@
 // A provider's test adds a Tracker to the manager: it records the clusters the
 // provider engages, and ExpectEngaged waits until exactly the expected ones are
 // engaged, each reaching the expected member (MarkMembers labels them).
-// Eventually polls any other condition with a timeout. AddUser gives a member
+// Eventually polls any other condition with a timeout. NewManager builds a
+// Multi-Cluster Manager off fixed ports, RunManager runs it until the test
+// ends, and a Recorder counts the requests a controller reconciles. AddUser gives a member
 // another user with its own credentials, to test credential rotation or RBAC.
 //
 // Members are stopped with StopMember, which leaves their configs pointing at

@@ -2,7 +2,6 @@ package fleettest_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +14,7 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
@@ -25,14 +24,7 @@ var shared *fleettest.Fleet
 
 func TestMain(m *testing.M) {
 	// Outside `make test`, provision the binaries the way the repository does.
-	if !fleettest.HasBinaries(os.Getenv("KUBEBUILDER_ASSETS")) {
-		dir, err := testfleet.AssetsDir()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
-		_ = os.Setenv("KUBEBUILDER_ASSETS", dir)
-	}
+	testbed.MustProvideAssets()
 	fleettest.RunMainWithOptions(m, 2, fleettest.Options{}, func(f *fleettest.Fleet) error {
 		shared = f
 		return f.MarkMembers()
@@ -51,7 +43,7 @@ func TestTwoControlPlanesAreIndependent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "only-in-member-0"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: testbed.Name("only-in-member-0")}}
 	if err := a.Create(ctx, cm); err != nil {
 		t.Fatalf("create in member 0: %v", err)
 	}

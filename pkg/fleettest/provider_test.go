@@ -5,7 +5,6 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -15,12 +14,12 @@ func TestProviderAddsAndRemovesMembers(t *testing.T) {
 	if err := p.Add(2); err == nil {
 		t.Fatal("Add of a member outside the fleet should fail")
 	}
-	mgr := mctest.NewManager(t, shared.Config(0), p)
+	mgr := fleettest.NewManager(t, shared.Config(0), p)
 	tr := fleettest.NewTracker()
 	if err := mgr.Add(tr); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"m0": 0})
 	if err := p.Add(1); err != nil {
@@ -50,12 +49,12 @@ func TestProviderEngagesTheLiveMembersWhenOneIsStopped(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := fleettest.NewProvider(f, fleettest.ProviderOptions{})
-	mgr := mctest.NewManager(t, f.Config(0), p)
+	mgr := fleettest.NewManager(t, f.Config(0), p)
 	tr := fleettest.NewTracker()
 	if err := mgr.Add(tr); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"member-0": 0})
 	if _, err := p.Get(context.Background(), "member-1"); !errors.Is(err, multicluster.ErrClusterNotFound) {

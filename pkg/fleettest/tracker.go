@@ -109,11 +109,15 @@ func (t *Tracker) Engage(ctx context.Context, name multicluster.ClusterName, cl 
 	return nil
 }
 
-// Engaged returns the clusters engaged now, by name.
+// Engaged returns the clusters engaged now, by name: those whose engagement
+// context has not ended (the entry itself goes a moment later, from the
+// context's AfterFunc).
 func (t *Tracker) Engaged() map[multicluster.ClusterName]cluster.Cluster {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return maps.Clone(t.engaged)
+	out := maps.Clone(t.engaged)
+	maps.DeleteFunc(out, func(_ multicluster.ClusterName, cl cluster.Cluster) bool { return t.ctxs[cl].Err() != nil })
+	return out
 }
 
 // Count returns how many times a cluster was engaged under name.

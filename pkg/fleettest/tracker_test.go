@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
@@ -25,8 +25,8 @@ import (
 // let go.
 func TestTrackerRecordsEngagementsAndTheirEnd(t *testing.T) {
 	tr := fleettest.NewTracker()
-	a := mctest.NewCluster(t, shared.Config(0))
-	b := mctest.NewCluster(t, shared.Config(1))
+	a := testbed.NewCluster(t, shared.Config(0))
+	b := testbed.NewCluster(t, shared.Config(1))
 	ctxA, cancelA := context.WithCancel(context.Background())
 	defer cancelA()
 	ctxB, cancelB := context.WithCancel(context.Background())
@@ -148,3 +148,23 @@ func TestEventuallyFailsWithTheLastError(t *testing.T) {
 		t.Fatalf("failure %q should name the timeout and the last error", r.failure)
 	}
 }
+
+// A cluster whose engagement ended is not engaged any more as soon as its
+// context is done: a check right after the manager stopped (which ends every
+// engagement) sees none.
+func TestTrackerForgetsAnEndedEngagementAtOnce(t *testing.T) {
+	tr := fleettest.NewTracker()
+	for i := range 100 {
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := tr.Engage(ctx, "c", &stubCluster{}); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if got := tr.Engaged(); len(got) != 0 {
+			t.Fatalf("round %d: engaged %v after the engagement ended", i, got)
+		}
+	}
+}
+
+// stubCluster stands for a cluster the tracker only records.
+type stubCluster struct{ cluster.Cluster }

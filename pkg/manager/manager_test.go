@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -16,31 +15,32 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
 	mccontroller "github.com/mcruntime/multicluster-runtime/pkg/controller"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	clustersprovider "github.com/mcruntime/multicluster-runtime/providers/clusters"
 )
 
 // fleet: member 0 is the host, 1 and 2 are members.
-var fleet *testfleet.Fleet
+var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 3, func(f *testfleet.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 3, func(f *fleettest.Fleet) { fleet = f })
 }
 
 func TestGetClusterGetManagerAndClusterFromContext(t *testing.T) {
 	ctx := context.Background()
 	p := clustersprovider.New()
-	mgr := mctest.NewManager(t, fleet.Config(0), p)
-	ns := "manager-api"
+	mgr := fleettest.NewManager(t, fleet.Config(0), p)
+	ns := testbed.Name("manager-api")
 	for i := range 3 {
-		mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(i)), ns)
-		mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(i)), ns, "who", map[string]string{"i": fmt.Sprint(i)})
+		testbed.CreateNamespace(t, testbed.NewClient(t, fleet.Config(i)), ns)
+		testbed.CreateConfigMap(t, testbed.NewClient(t, fleet.Config(i)), ns, "who", map[string]string{"i": fmt.Sprint(i)})
 	}
 
 	// A single-cluster reconciler that finds its cluster in the context.
@@ -65,16 +65,16 @@ func TestGetClusterGetManagerAndClusterFromContext(t *testing.T) {
 		mu.Unlock()
 		return reconcile.Result{}, nil
 	})
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("from-context").
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(testbed.Name("from-context")).
 		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(true)).
 		WithEventFilter(inNamespace(ns)).
 		Complete(mccontext.ReconcilerWithClusterInContext(single)); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Add(ctx, "one", mctest.NewCluster(t, fleet.Config(1))); err != nil {
+	if err := p.Add(ctx, "one", testbed.NewCluster(t, fleet.Config(1))); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 
 	host, err := mgr.GetCluster(ctx, mcmanager.LocalCluster)
 	if err != nil || host != mgr.GetLocalManager() {
@@ -87,7 +87,7 @@ func TestGetClusterGetManagerAndClusterFromContext(t *testing.T) {
 		t.Fatalf("ClusterFromContext outside a reconciler = %v; want ErrNoCluster", err)
 	}
 
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		scoped, err := mgr.GetManager(ctx, "one")
 		if err != nil {
 			return err
@@ -102,7 +102,7 @@ func TestGetClusterGetManagerAndClusterFromContext(t *testing.T) {
 		return nil
 	})
 
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		mu.Lock()
 		defer mu.Unlock()
 		want := map[seen]bool{{"", "0"}: true, {"one", "1"}: true}
@@ -118,18 +118,18 @@ func TestGetClusterGetManagerAndClusterFromContext(t *testing.T) {
 
 // Without a provider, the same controller code runs against the host alone.
 func TestNilProviderRunsAgainstTheHost(t *testing.T) {
-	mgr := mctest.NewManager(t, fleet.Config(0), nil)
+	mgr := fleettest.NewManager(t, fleet.Config(0), nil)
 	if mgr.GetProvider() != nil {
 		t.Fatal("provider should be nil")
 	}
-	ns := "nil-provider"
-	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(0)), ns)
-	rec := &mctest.Recorder{Namespace: ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("nil-provider").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+	ns := testbed.Name("nil-provider")
+	testbed.CreateNamespace(t, testbed.NewClient(t, fleet.Config(0)), ns)
+	rec := &fleettest.Recorder{Namespace: ns}
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
-	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(0)), ns, "cm", nil)
+	fleettest.RunManager(t, mgr)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, fleet.Config(0)), ns, "cm", nil)
 	rec.WaitFor(t, 1, "", ns, "cm")
 }
 
@@ -137,34 +137,34 @@ func TestNilProviderRunsAgainstTheHost(t *testing.T) {
 // reconciles; its own engagement fails within the configured bound, with an
 // error that names it.
 func TestUnreachableClusterIsIsolated(t *testing.T) {
-	dead := testfleet.New(t, 1)
+	dead := fleettest.New(t, 1)
 	deadCfg := dead.Config(0)
 	if err := dead.StopMember(0); err != nil {
 		t.Fatal(err)
 	}
 	// An endpoint that accepts connections and never answers: worse than a
 	// refused connection, because nothing fails on its own.
-	hanging := mctest.HangingEndpoint(t)
+	hanging := testbed.HangingEndpoint(t)
 	hangingCfg := rest.CopyConfig(deadCfg)
 	hangingCfg.Host = "https://" + hanging
 
-	ns := "isolation"
+	ns := testbed.Name("isolation")
 	p := clustersprovider.New()
-	mgr := mctest.NewManager(t, fleet.Config(0), p)
-	rec := &mctest.Recorder{Namespace: ns}
+	mgr := fleettest.NewManager(t, fleet.Config(0), p)
+	rec := &fleettest.Recorder{Namespace: ns}
 	const bound = 3 * time.Second
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("isolation").For(&corev1.ConfigMap{}).
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).For(&corev1.ConfigMap{}).
 		WithOptions(mccontroller.Options{CacheSyncTimeout: bound}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	ctx := context.Background()
 	// Wait until the provider and the controller run, so that Add engages at
 	// once and reports what the controller makes of the cluster: a cluster
 	// engaged before its controllers start can only be logged when it fails.
-	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(1)), ns)
-	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(1)), ns, "probe", nil)
-	if err := p.Add(ctx, "probe", mctest.NewCluster(t, fleet.Config(1))); err != nil {
+	testbed.CreateNamespace(t, testbed.NewClient(t, fleet.Config(1)), ns)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, fleet.Config(1)), ns, "probe", nil)
+	if err := p.Add(ctx, "probe", testbed.NewCluster(t, fleet.Config(1))); err != nil {
 		t.Fatal(err)
 	}
 	rec.WaitFor(t, 1, "probe", ns, "probe")
@@ -177,7 +177,7 @@ func TestUnreachableClusterIsIsolated(t *testing.T) {
 	}
 	results := make(chan result, 4)
 	add := func(name string, cfg *rest.Config) {
-		cl := mctest.NewCluster(t, cfg)
+		cl := testbed.NewCluster(t, cfg)
 		start := time.Now()
 		go func() {
 			err := p.Add(ctx, name, cl)
@@ -186,12 +186,12 @@ func TestUnreachableClusterIsIsolated(t *testing.T) {
 	}
 	add("dead", deadCfg)
 	add("hanging", hangingCfg)
-	mctest.CreateNamespace(t, mctest.NewClient(t, fleet.Config(2)), ns)
+	testbed.CreateNamespace(t, testbed.NewClient(t, fleet.Config(2)), ns)
 	add("healthy-1", fleet.Config(1))
 	add("healthy-2", fleet.Config(2))
 
-	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(1)), ns, "cm", nil)
-	mctest.CreateConfigMap(t, mctest.NewClient(t, fleet.Config(2)), ns, "cm", nil)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, fleet.Config(1)), ns, "cm", nil)
+	testbed.CreateConfigMap(t, testbed.NewClient(t, fleet.Config(2)), ns, "cm", nil)
 	rec.WaitFor(t, 1, "healthy-1", ns, "cm")
 	rec.WaitFor(t, 1, "healthy-2", ns, "cm")
 
@@ -230,30 +230,24 @@ func inNamespace(ns string) predicate.Predicate {
 // A cluster engaged before the controller starts, and unreachable when it
 // does, is watched once it is back: the controller keeps trying.
 func TestClusterUnreachableAtControllerStartIsWatchedOnceBack(t *testing.T) {
-	ns := "comes-back"
-	member := mctest.NewClient(t, fleet.Config(2))
-	mctest.CreateNamespace(t, member, ns)
-	mctest.CreateConfigMap(t, member, ns, "cm", nil)
+	ns := testbed.Name("comes-back")
+	member := testbed.NewClient(t, fleet.Config(2))
+	testbed.CreateNamespace(t, member, ns)
+	testbed.CreateConfigMap(t, member, ns, "cm", nil)
 
-	target := fleet.Config(2)
-	u, err := url.Parse(target.Host)
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := mctest.NewProxy(t, u.Host)
-	cfg := rest.CopyConfig(target)
-	cfg.Host = "https://" + proxy.Addr()
+	cfg, proxy := testbed.Proxied(t, fleet.Config(2))
+	proxy.SetUp(false)
 
-	mgr := mctest.NewManager(t, fleet.Config(0), nil) // clusters are engaged by hand
-	rec := &mctest.Recorder{Namespace: ns}
+	mgr := fleettest.NewManager(t, fleet.Config(0), nil) // clusters are engaged by hand
+	rec := &fleettest.Recorder{Namespace: ns}
 	const bound = time.Second
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("comes-back").
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).
 		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 		WithOptions(mccontroller.Options{CacheSyncTimeout: bound}).
 		Complete(rec); err != nil {
 		t.Fatal(err)
 	}
-	cl := mctest.NewCluster(t, cfg)
+	cl := testbed.NewCluster(t, cfg)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = cl.Start(ctx) }()
@@ -262,10 +256,10 @@ func TestClusterUnreachableAtControllerStartIsWatchedOnceBack(t *testing.T) {
 		t.Fatalf("engaging before the controller runs: %v", err)
 	}
 
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	// client-go retries a refused request about once a second; three
 	// connections mean the first attempt outlived its bound and failed.
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if n := proxy.Attempts(); n < 3 {
 			return fmt.Errorf("%d connections to the cluster so far", n)
 		}

@@ -25,8 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
@@ -36,7 +35,7 @@ import (
 // The fleet: member 0 is the hub holding the ClusterProfile CRD and the
 // profiles; members 1 and 2 are reached through the reference plugin.
 var (
-	fleet *testfleet.Fleet
+	fleet *fleettest.Fleet
 	// plugin is the reference credential plugin, built for the tests.
 	plugin string
 	// operatorKubeconfig is the plugin's kubeconfig: admin contexts
@@ -52,13 +51,14 @@ const (
 )
 
 func TestMain(m *testing.M) {
-	testfleet.RunMainWithOptions(m, 3, testfleet.Options{}, func(f *testfleet.Fleet) error {
+	testbed.MustProvideAssets()
+	fleettest.RunMainWithOptions(m, 3, fleettest.Options{}, func(f *fleettest.Fleet) error {
 		fleet = f
 		return setup(f)
 	})
 }
 
-func setup(f *testfleet.Fleet) error {
+func setup(f *fleettest.Fleet) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
@@ -123,7 +123,7 @@ func buildPlugin() (string, error) {
 
 // grantServiceAccount creates the ServiceAccount on member m, allowed to read
 // ConfigMaps.
-func grantServiceAccount(f *testfleet.Fleet, m int) error {
+func grantServiceAccount(f *fleettest.Fleet, m int) error {
 	c, err := client.New(f.Config(m), client.Options{})
 	if err != nil {
 		return err
@@ -176,7 +176,7 @@ type env struct {
 	ns       string
 	hub      client.Client
 	provider *clusterinventoryapi.Provider
-	tracker  *mctest.Tracker
+	tracker  *fleettest.Tracker
 	logs     *fleettest.LogBuffer
 }
 
@@ -198,7 +198,7 @@ func start(t testing.TB, opts clusterinventoryapi.Options) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{ns: ns.Name, hub: hub, provider: p, tracker: mctest.NewTracker(), logs: &fleettest.LogBuffer{}}
+	e := &env{ns: ns.Name, hub: hub, provider: p, tracker: fleettest.NewTracker(), logs: &fleettest.LogBuffer{}}
 	mgr, err := mcmanager.New(fleet.Config(0), p, mcmanager.Options{
 		Logger:     e.logs.Logger(),
 		Metrics:    server.Options{BindAddress: "0"},

@@ -11,7 +11,7 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
 )
@@ -31,12 +31,12 @@ func TestProfileSourcedArgsReachThePluginOnlyWhenAppended(t *testing.T) {
 		})
 		e.createRaw(t, name, ap, c)
 	}
-	engaged := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{e.ns + "/appended": 1})
+	engaged := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{e.ns + "/appended": 1})
 	if user := whoAmI(t, engaged[e.ns+"/appended"]); user != saUser {
 		t.Errorf("authenticates as %q, want %q", user, saUser)
 	}
 	ctx := context.Background()
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		var events eventsv1.EventList
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err

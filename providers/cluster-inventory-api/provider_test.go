@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/apis/v1alpha1"
@@ -32,7 +32,7 @@ func TestProfilesEngageThroughThePluginAndFollowHealth(t *testing.T) {
 		properties: map[string]string{v1alpha1.PropertyClusterSet: "set-a"}})
 	two := e.create(t, profile{name: "two", member: 2, healthy: true, providers: []string{"sa-token"}, deprecated: true})
 	nameOne, nameTwo := e.ns+"/one", e.ns+"/two"
-	first := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameOne: 1, nameTwo: 2})
+	first := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameOne: 1, nameTwo: 2})
 
 	// The clusters authenticate with the plugin's ServiceAccount tokens, not
 	// the operator's credentials.
@@ -51,11 +51,11 @@ func TestProfilesEngageThroughThePluginAndFollowHealth(t *testing.T) {
 	// An unhealthy control plane disengages; the other cluster is untouched.
 	e.setStatus(t, one, profile{member: 1, healthy: false, providers: []string{"sa-token"}})
 	e.tracker.WaitDisengaged(t, first[nameOne])
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameTwo: 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameTwo: 2})
 
 	// Recovery re-engages with a new cluster.
 	e.setStatus(t, one, profile{member: 1, healthy: true, providers: []string{"sa-token"}})
-	again := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameOne: 1, nameTwo: 2})
+	again := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameOne: 1, nameTwo: 2})
 	if again[nameOne] == first[nameOne] {
 		t.Error("the recovered profile's cluster was not re-created")
 	}
@@ -65,14 +65,14 @@ func TestProfilesEngageThroughThePluginAndFollowHealth(t *testing.T) {
 
 	// New access information (another server) re-engages there.
 	e.setStatus(t, one, profile{member: 2, healthy: true, providers: []string{"sa-token"}})
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameOne: 2, nameTwo: 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameOne: 2, nameTwo: 2})
 	e.tracker.WaitDisengaged(t, again[nameOne])
 
 	// Deleting a profile disengages its cluster.
 	if err := e.hub.Delete(context.Background(), two); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameOne: 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{nameOne: 2})
 }
 
 func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
@@ -97,7 +97,7 @@ func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
 	e.create(t, profile{name: "wrong-context", member: 1, context: 2, healthy: true, providers: []string{"sa-token"}})
 	unknown := e.create(t, profile{name: "unknown", member: 2, healthy: true, providers: []string{"gcp", "azure"}})
 	good := e.ns + "/good"
-	engaged := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 1})
+	engaged := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 1})
 
 	want := map[string]string{
 		"exits":          clusterinventoryapi.ReasonEngageFailed,
@@ -108,7 +108,7 @@ func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
 	}
 	ctx := context.Background()
 	var events eventsv1.EventList
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -131,7 +131,7 @@ func TestPluginFailuresAndUnknownAccessProvidersAreReported(t *testing.T) {
 	// The failing profiles are retried: a profile that starts offering a
 	// working provider engages, and the healthy cluster was never touched.
 	e.setStatus(t, unknown, profile{member: 2, healthy: true, providers: []string{"gcp", "sa-token"}})
-	after := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 1, e.ns + "/unknown": 2})
+	after := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 1, e.ns + "/unknown": 2})
 	if after[good] != engaged[good] || e.tracker.Count(good) != 1 {
 		t.Error("failures of other profiles re-created the healthy cluster")
 	}
@@ -168,7 +168,7 @@ func TestClusterIDNaming(t *testing.T) {
 	p := withID("eu-1", 1)
 	p.name = "first"
 	first := e.create(t, p)
-	engaged := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 1})
+	engaged := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 1})
 	p = withID("eu-1", 2)
 	p.name = "duplicate"
 	e.create(t, p)
@@ -182,7 +182,7 @@ func TestClusterIDNaming(t *testing.T) {
 
 	ctx := context.Background()
 	var events eventsv1.EventList
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -201,7 +201,7 @@ func TestClusterIDNaming(t *testing.T) {
 	// A new ID renames the cluster: the old name goes, the new one comes,
 	// and the duplicate gets the freed name.
 	e.setStatus(t, first, withID("eu-2", 1))
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 2, "eu-2": 1})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 2, "eu-2": 1})
 	e.tracker.WaitDisengaged(t, engaged["eu-1"])
 }
 
@@ -269,16 +269,16 @@ func TestRenamingToATakenIDLetsGoOfTheOldName(t *testing.T) {
 	}
 	a := e.create(t, withID("a", "eu-1", 1))
 	e.create(t, withID("b", "eu-2", 2))
-	engaged := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 1, "eu-2": 2})
+	engaged := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 1, "eu-2": 2})
 
 	e.setStatus(t, a, withID("a", "eu-2", 1))
 	e.tracker.WaitDisengaged(t, engaged["eu-1"])
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-2": 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-2": 2})
 	if _, ok := e.provider.ProfileOf("eu-1"); ok {
 		t.Error("ProfileOf(eu-1) still names a profile")
 	}
 	ctx := context.Background()
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		var events eventsv1.EventList
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err

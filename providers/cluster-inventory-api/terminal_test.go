@@ -12,7 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/apis/v1alpha1"
@@ -43,11 +43,11 @@ func TestHostileClusterIDsAreRefused(t *testing.T) {
 	}
 	e.create(t, profile{name: "good", member: 2, healthy: true, providers: []string{"sa-token"},
 		properties: map[string]string{v1alpha1.PropertyClusterID: "eu-2"}})
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-2": 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-2": 2})
 
 	ctx := context.Background()
 	var events eventsv1.EventList
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -92,10 +92,10 @@ func runBrokenProfiles(t testing.TB, n int) brokenRun {
 	}})
 	// A first profile warms the manager up; the second is timed alone.
 	e.create(t, profile{name: "warm-up", member: 1, healthy: true, providers: []string{"sa-token"}})
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{e.ns + "/warm-up": 1})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{e.ns + "/warm-up": 1})
 	begin := time.Now()
 	e.create(t, profile{name: "alone", member: 1, healthy: true, providers: []string{"sa-token"}})
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{e.ns + "/warm-up": 1, e.ns + "/alone": 1})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{e.ns + "/warm-up": 1, e.ns + "/alone": 1})
 	r.goodAlone = time.Since(begin)
 
 	cpu0 := cpuTime()
@@ -116,14 +116,14 @@ func runBrokenProfiles(t testing.TB, n int) brokenRun {
 	wg.Wait()
 	begin = time.Now()
 	e.create(t, profile{name: "beside", member: 2, healthy: true, providers: []string{"sa-token"}})
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{e.ns + "/warm-up": 1, e.ns + "/alone": 1, e.ns + "/beside": 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{e.ns + "/warm-up": 1, e.ns + "/alone": 1, e.ns + "/beside": 2})
 	r.goodBy = time.Since(begin)
 
 	// Every broken profile was reported; then the controller goes quiet:
 	// no line is logged over three seconds (a retry loop's backoff stays
 	// under a second for its first ten retries).
 	ctx := context.Background()
-	mctest.Eventually(t, 10*time.Minute, func() error {
+	fleettest.Eventually(t, 10*time.Minute, func() error {
 		var events eventsv1.EventList
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
@@ -140,7 +140,7 @@ func runBrokenProfiles(t testing.TB, n int) brokenRun {
 		return nil
 	})
 	last := -1
-	mctest.Eventually(t, 10*time.Minute, func() error {
+	fleettest.Eventually(t, 10*time.Minute, func() error {
 		lines := countLines(e.logs.String())
 		if lines != last {
 			last = lines

@@ -20,7 +20,7 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/apis/v1alpha1"
@@ -151,7 +151,7 @@ func TestProfilesCannotSteerCredentials(t *testing.T) {
 	}
 	e.create(t, profile{name: "good", member: 2, healthy: true, providers: []string{"sa-token"}})
 	good := e.ns + "/good"
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 2})
 
 	defer func() { // also when a wait below fails
 		t.Logf("credentials that reached the attacker: %d", a.tokens.Load())
@@ -161,7 +161,7 @@ func TestProfilesCannotSteerCredentials(t *testing.T) {
 	}()
 	ctx := context.Background()
 	var events eventsv1.EventList
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -176,7 +176,7 @@ func TestProfilesCannotSteerCredentials(t *testing.T) {
 	})
 	// The hostile profiles were refused before any cluster was built for
 	// them: only the good one is engaged, so no request is in flight.
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{good: 2})
 	for _, ev := range events.Items {
 		if ev.Type == "Normal" && ev.Regarding.Name != "good" {
 			t.Errorf("hostile profile %s got a %s Event: %s", ev.Regarding.Name, ev.Reason, ev.Note)

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/clusters"
@@ -25,10 +25,10 @@ func TestSecondStartIsAlreadyStarted(t *testing.T) {
 			t.Errorf("first Start: %v", err)
 		}
 	}()
-	if err := p.Add(ctx, "a", mctest.NewCluster(t, fleet.Config(1))); err != nil {
+	if err := p.Add(ctx, "a", testbed.NewCluster(t, fleet.Config(1))); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, 0, func() error { // engaged: Start runs
+	fleettest.Eventually(t, 0, func() error { // engaged: Start runs
 		if tracker.Engaged()["a"] == nil {
 			return errors.New(`"a" not engaged`)
 		}

@@ -9,9 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/clusters"
 	"github.com/mcruntime/multicluster-runtime/providers/nop"
@@ -19,15 +19,16 @@ import (
 )
 
 // member 0 is the host, member 1 the cluster the providers serve.
-var fleet *testfleet.Fleet
+var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 2, func(f *testfleet.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 2, func(f *fleettest.Fleet) { fleet = f })
 }
 
 func notEngaged(t *testing.T, get func() error, name string) {
 	t.Helper()
-	mctest.Eventually(t, 0, func() error {
+	fleettest.Eventually(t, 0, func() error {
 		if err := get(); !errors.Is(err, multicluster.ErrClusterNotFound) {
 			return fmt.Errorf("%s: want ErrClusterNotFound, got %v", name, err)
 		}
@@ -38,29 +39,29 @@ func notEngaged(t *testing.T, get func() error, name string) {
 // Clusters added before and after the manager starts are engaged; removing
 // one, or ending the context it was added with, disengages it.
 func TestClustersProviderEngagesAndRemoves(t *testing.T) {
-	ns := "clusters-provider"
-	member := mctest.NewClient(t, fleet.Config(1))
-	mctest.CreateNamespace(t, member, ns)
-	mctest.CreateConfigMap(t, member, ns, "cm", nil)
+	ns := testbed.Name("clusters-provider")
+	member := testbed.NewClient(t, fleet.Config(1))
+	testbed.CreateNamespace(t, member, ns)
+	testbed.CreateConfigMap(t, member, ns, "cm", nil)
 
 	p := clusters.New()
-	mgr := mctest.NewManager(t, fleet.Config(0), p)
-	rec := &mctest.Recorder{Namespace: ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("clusters-provider").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+	mgr := fleettest.NewManager(t, fleet.Config(0), p)
+	rec := &fleettest.Recorder{Namespace: ns}
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := p.Add(ctx, "early", mctest.NewCluster(t, fleet.Config(1))); err != nil {
+	if err := p.Add(ctx, "early", testbed.NewCluster(t, fleet.Config(1))); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Add(ctx, "", mctest.NewCluster(t, fleet.Config(1))); err == nil {
+	if err := p.Add(ctx, "", testbed.NewCluster(t, fleet.Config(1))); err == nil {
 		t.Fatal(`Add("") succeeded; the name is the host's`)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	rec.WaitFor(t, 1, "early", ns, "cm")
 
 	shortCtx, endShort := context.WithCancel(ctx)
-	if err := p.Add(shortCtx, "late", mctest.NewCluster(t, fleet.Config(1))); err != nil {
+	if err := p.Add(shortCtx, "late", testbed.NewCluster(t, fleet.Config(1))); err != nil {
 		t.Fatal(err)
 	}
 	rec.WaitFor(t, 1, "late", ns, "cm")
@@ -78,18 +79,18 @@ func TestClustersProviderEngagesAndRemoves(t *testing.T) {
 
 // The single provider engages its one cluster on start, under its name.
 func TestSingleProviderEngagesOnStart(t *testing.T) {
-	ns := "single-provider"
-	member := mctest.NewClient(t, fleet.Config(1))
-	mctest.CreateNamespace(t, member, ns)
-	mctest.CreateConfigMap(t, member, ns, "cm", nil)
+	ns := testbed.Name("single-provider")
+	member := testbed.NewClient(t, fleet.Config(1))
+	testbed.CreateNamespace(t, member, ns)
+	testbed.CreateConfigMap(t, member, ns, "cm", nil)
 
-	p := single.New("only", mctest.NewCluster(t, fleet.Config(1)))
-	mgr := mctest.NewManager(t, fleet.Config(0), p)
-	rec := &mctest.Recorder{Namespace: ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("single-provider").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
+	p := single.New("only", testbed.NewCluster(t, fleet.Config(1)))
+	mgr := fleettest.NewManager(t, fleet.Config(0), p)
+	rec := &fleettest.Recorder{Namespace: ns}
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
-	stop := mctest.Start(t, mgr)
+	stop := fleettest.RunManager(t, mgr)
 	rec.WaitFor(t, 1, "only", ns, "cm")
 	if _, err := p.Get(context.Background(), "other"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 		t.Fatalf("Get(other) = %v, want ErrClusterNotFound", err)
@@ -105,19 +106,19 @@ func TestNopProviderHasNoClusters(t *testing.T) {
 	if _, err := p.Get(context.Background(), "any"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 		t.Fatalf("Get = %v, want ErrClusterNotFound", err)
 	}
-	ns := "nop-provider"
-	host := mctest.NewClient(t, fleet.Config(0))
-	mctest.CreateNamespace(t, host, ns)
-	mgr := mctest.NewManager(t, fleet.Config(0), p)
-	rec := &mctest.Recorder{Namespace: ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("nop-provider").
+	ns := testbed.Name("nop-provider")
+	host := testbed.NewClient(t, fleet.Config(0))
+	testbed.CreateNamespace(t, host, ns)
+	mgr := fleettest.NewManager(t, fleet.Config(0), p)
+	rec := &fleettest.Recorder{Namespace: ns}
+	if err := mcbuilder.ControllerManagedBy(mgr).Named(ns).
 		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(true)).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.ConfigMap{}, "nop", func(client.Object) []string { return nil }); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
-	mctest.CreateConfigMap(t, host, ns, "cm", nil)
+	fleettest.RunManager(t, mgr)
+	testbed.CreateConfigMap(t, host, ns, "cm", nil)
 	rec.WaitFor(t, 1, "", ns, "cm")
 }

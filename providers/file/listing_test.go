@@ -12,8 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	fleetpkg "github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
@@ -70,7 +70,7 @@ func TestReadinessWaitsForTheProvidersFirstListing(t *testing.T) {
 
 	// Once the engine runs, readiness answers; the provider has not listed.
 	var notReady error
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		notReady = engine.Ready(nil)
 		if notReady != nil && strings.Contains(notReady.Error(), "has not started") {
 			return notReady
@@ -83,7 +83,7 @@ func TestReadinessWaitsForTheProvidersFirstListing(t *testing.T) {
 	t.Logf("before the listing: %v", notReady)
 
 	close(slow.gate)
-	mctest.Eventually(t, 2*time.Minute, func() error { return engine.Ready(nil) })
+	fleettest.Eventually(t, 2*time.Minute, func() error { return engine.Ready(nil) })
 	for _, ctxName := range []string{"zero", "one", "two"} {
 		name := path + file.DefaultSeparator + ctxName
 		if st, ok := engine.State(name); !ok || st != fleetpkg.StateEngaged {

@@ -13,17 +13,18 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
 )
 
 // fleet is shared by every test: tests only read from its members.
-var fleet *testfleet.Fleet
+var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMainWithOptions(m, 3, testfleet.Options{}, func(f *testfleet.Fleet) error {
+	testbed.MustProvideAssets()
+	fleettest.RunMainWithOptions(m, 3, fleettest.Options{}, func(f *fleettest.Fleet) error {
 		fleet = f
 		return f.MarkMembers()
 	})
@@ -38,9 +39,9 @@ func keys[V any](m map[multicluster.ClusterName]V) []string {
 }
 
 // run starts p with a tracker until the test ends.
-func run(t *testing.T, p *file.Provider, log logr.Logger) *mctest.Tracker {
+func run(t *testing.T, p *file.Provider, log logr.Logger) *fleettest.Tracker {
 	t.Helper()
-	tr := mctest.NewTracker()
+	tr := fleettest.NewTracker()
 	ctx, cancel := context.WithCancel(logf.IntoContext(context.Background(), log))
 	done := make(chan error, 1)
 	go func() { done <- p.Start(ctx, tr) }()
@@ -54,7 +55,7 @@ func run(t *testing.T, p *file.Provider, log logr.Logger) *mctest.Tracker {
 		case <-time.After(30 * time.Second):
 			t.Error("provider did not stop")
 		}
-		mctest.Eventually(t, time.Minute, func() error { // every cluster disengaged
+		fleettest.Eventually(t, time.Minute, func() error { // every cluster disengaged
 			if got := tr.Engaged(); len(got) > 0 {
 				return fmt.Errorf("still engaged: %v", keys(got))
 			}

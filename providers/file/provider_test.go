@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
@@ -42,7 +41,7 @@ func TestDirectoriesAndFilesEngageEveryContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := run(t, p, logr.Discard())
-	engaged := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{
+	engaged := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{
 		dir + "/a.kubeconfig+zero": 0,
 		dir + "/b.yaml+one":        1,
 		dir + "/b.yaml+two":        2,
@@ -69,7 +68,7 @@ func TestClusterNameFunctionAndSeparator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, run(t, p, logr.Discard()), map[multicluster.ClusterName]int{
+	fleettest.ExpectEngaged(t, run(t, p, logr.Discard()), map[multicluster.ClusterName]int{
 		dir + "/fleet.kubeconfig#zero": 0,
 		dir + "/fleet.kubeconfig#one":  1,
 	})
@@ -83,7 +82,7 @@ func TestClusterNameFunctionAndSeparator(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, run(t, named, logr.Discard()), map[multicluster.ClusterName]int{"fleet/zero": 0, "fleet/one": 1})
+	fleettest.ExpectEngaged(t, run(t, named, logr.Discard()), map[multicluster.ClusterName]int{"fleet/zero": 0, "fleet/one": 1})
 }
 
 func TestFilesAppearChangeAndDisappear(t *testing.T) {
@@ -94,18 +93,18 @@ func TestFilesAppearChangeAndDisappear(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := run(t, p, logr.Discard())
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{})
 
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	a, b := filepath.Join(dir, "a.kubeconfig"), filepath.Join(dir, "b.kubeconfig")
 	writeAtomically(t, a, kubeconfig(t, map[string]int{"main": 0}))
-	before := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 0})
+	before := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 0})
 
 	// A new file engages its clusters and leaves the others alone.
 	writeAtomically(t, b, kubeconfig(t, map[string]int{"main": 1}))
-	after := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 0, b + "+main": 1})
+	after := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 0, b + "+main": 1})
 	if after[a+"+main"] != before[a+"+main"] {
 		t.Error("adding a file re-created a cluster of another file")
 	}
@@ -115,7 +114,7 @@ func TestFilesAppearChangeAndDisappear(t *testing.T) {
 	if err := os.WriteFile(a, kubeconfig(t, map[string]int{"main": 2}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	rewritten := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 2, b + "+main": 1})
+	rewritten := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 2, b + "+main": 1})
 	if rewritten[b+"+main"] != after[b+"+main"] {
 		t.Error("rewriting a file re-created a cluster of another file")
 	}
@@ -128,18 +127,18 @@ func TestFilesAppearChangeAndDisappear(t *testing.T) {
 	writeAtomically(t, a, kubeconfig(t, map[string]int{"main": 2}))
 	// Adding a context to b re-creates nothing already running in b.
 	writeAtomically(t, b, kubeconfig(t, map[string]int{"main": 1, "extra": 0}))
-	final := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 2, b + "+main": 1, b + "+extra": 0})
+	final := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 2, b + "+main": 1, b + "+extra": 0})
 	if final[a+"+main"] != rewritten[a+"+main"] || final[b+"+main"] != rewritten[b+"+main"] {
 		t.Error("unchanged contexts were re-created")
 	}
 
 	// Removing a context, then deleting a file, disengages their clusters.
 	writeAtomically(t, b, kubeconfig(t, map[string]int{"main": 1}))
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 2, b + "+main": 1})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{a + "+main": 2, b + "+main": 1})
 	if err := os.Remove(a); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{b + "+main": 1})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{b + "+main": 1})
 	if _, err := p.Get(context.Background(), a+"+main"); !isNotFound(err) {
 		t.Errorf("Get of a deleted file's cluster: %v, want ErrClusterNotFound", err)
 	}
@@ -148,12 +147,12 @@ func TestFilesAppearChangeAndDisappear(t *testing.T) {
 	if err := os.RemoveAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{})
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	writeAtomically(t, b, kubeconfig(t, map[string]int{"main": 0}))
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{b + "+main": 0})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{b + "+main": 0})
 }
 
 func TestMalformedFileLeavesOthersRunning(t *testing.T) {
@@ -169,8 +168,8 @@ func TestMalformedFileLeavesOthersRunning(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := run(t, p, logs.Logger())
-	running := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+main": 0})
-	mctest.Eventually(t, time.Minute, func() error { // the malformed file to be reported
+	running := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+main": 0})
+	fleettest.Eventually(t, time.Minute, func() error { // the malformed file to be reported
 		if !strings.Contains(logs.String(), bad) {
 			return fmt.Errorf("no log line names %s:\n%s", bad, logs.String())
 		}
@@ -182,13 +181,13 @@ func TestMalformedFileLeavesOthersRunning(t *testing.T) {
 	writeAtomically(t, good, []byte("{not yaml: ["))
 	newer := filepath.Join(dir, "newer.kubeconfig")
 	writeAtomically(t, newer, kubeconfig(t, map[string]int{"main": 1}))
-	now := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+main": 0, newer + "+main": 1})
+	now := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+main": 0, newer + "+main": 1})
 	if now[good+"+main"] != running[good+"+main"] {
 		t.Error("the cluster of a file that turned malformed was re-created")
 	}
 	// Fixing the file to point elsewhere re-creates it.
 	writeAtomically(t, good, kubeconfig(t, map[string]int{"main": 2}))
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+main": 2, newer + "+main": 1})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+main": 2, newer + "+main": 1})
 
 	if strings.Contains(logs.String(), secret) {
 		t.Errorf("a credential leaked into the logs:\n%s", logs.String())
@@ -208,7 +207,7 @@ func TestBurstOfWritesIsCoalesced(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := run(t, p, logr.Discard())
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{path + "+main": 0})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{path + "+main": 0})
 
 	// An editor-like burst: the file truncated and rewritten piecemeal,
 	// pointing at each member in turn, ending at member 2. Without debouncing,
@@ -234,7 +233,7 @@ func TestBurstOfWritesIsCoalesced(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{path + "+main": 2})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{path + "+main": 2})
 	if n := tr.Count(path + "+main"); n != 2 {
 		t.Fatalf("the burst engaged the cluster %d times in all, want 2 (initial and final content)", n)
 	}
@@ -255,12 +254,12 @@ func TestIndexesReachPresentAndFutureClusters(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := run(t, p, logr.Discard())
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{first + "+main": 0})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{first + "+main": 0})
 	if err := p.IndexField(ctx, &corev1.ConfigMap{}, "name", func(obj client.Object) []string { return []string{obj.GetName()} }); err != nil {
 		t.Fatal(err)
 	}
 	writeAtomically(t, later, kubeconfig(t, map[string]int{"main": 1}))
-	engaged := mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{first + "+main": 0, later + "+main": 1})
+	engaged := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{first + "+main": 0, later + "+main": 1})
 
 	for name, member := range map[string]string{first + "+main": "0", later + "+main": "1"} {
 		for field, value := range map[string]string{"member": member, "name": "identity"} {

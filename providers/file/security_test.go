@@ -12,7 +12,6 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
@@ -43,7 +42,7 @@ func skippedCount(t *testing.T, reason string) float64 {
 // waitForLog waits until the captured logs contain every substring.
 func waitForLog(t *testing.T, logs *fleettest.LogBuffer, subs ...string) {
 	t.Helper()
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		all := logs.String()
 		for _, s := range subs {
 			if !strings.Contains(all, s) {
@@ -73,7 +72,7 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := run(t, p, logs.Logger())
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
 	// The error is quoted in the log line: its quotes are escaped.
 	waitForLog(t, logs, first+`\" context \"b.yaml+c`, second+`\" context \"c`, "several kubeconfig contexts")
 	if skippedCount(t, "name-conflict") <= conflicts {
@@ -84,7 +83,7 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	if err := os.Remove(first); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0, second + "+c": 2})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0, second + "+c": 2})
 
 	// Two contexts of one file that a ClusterName function maps to one name.
 	both := filepath.Join(dir, "both.yaml")
@@ -102,7 +101,7 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, run(t, p2, logs2.Logger()), map[multicluster.ClusterName]int{"ok": 0})
+	fleettest.ExpectEngaged(t, run(t, p2, logs2.Logger()), map[multicluster.ClusterName]int{"ok": 0})
 	waitForLog(t, logs2, `context \"east\"`, `context \"west\"`, "several kubeconfig contexts")
 }
 
@@ -127,7 +126,7 @@ func TestLargeAndSpecialFilesAreSkipped(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := run(t, p, logs.Logger())
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
 	waitForLog(t, logs, fmt.Sprintf("%q", large), "more than the limit", fmt.Sprintf("%q", fifo), "not a regular file")
 	if skippedCount(t, "too-large") <= tooLarge || skippedCount(t, "not-regular") <= notRegular {
 		t.Error("the skipped files were not counted")
@@ -139,7 +138,7 @@ func TestLargeAndSpecialFilesAreSkipped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, run(t, p2, logs2.Logger()), map[multicluster.ClusterName]int{large + "+large": 1})
+	fleettest.ExpectEngaged(t, run(t, p2, logs2.Logger()), map[multicluster.ClusterName]int{large + "+large": 1})
 }
 
 // Names with control characters are refused, with a log line that does not
@@ -155,7 +154,7 @@ func TestInvalidClusterNamesAreRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, run(t, p, logs.Logger()), map[multicluster.ClusterName]int{path + "+ok": 0})
+	fleettest.ExpectEngaged(t, run(t, p, logs.Logger()), map[multicluster.ClusterName]int{path + "+ok": 0})
 	waitForLog(t, logs, "invalid cluster name")
 	if skippedCount(t, "invalid-name") <= invalid {
 		t.Error("the invalid names were not counted")
@@ -194,7 +193,7 @@ func TestKubeletSymlinkSwapIsFollowed(t *testing.T) {
 	}
 	tr := run(t, p, (&fleettest.LogBuffer{}).Logger())
 	name := path + "+member"
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{name: 0})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{name: 0})
 
 	// The kubelet's update: new timestamped directory, ..data_tmp pointing
 	// at it, renamed over ..data, old directory removed.
@@ -208,7 +207,7 @@ func TestKubeletSymlinkSwapIsFollowed(t *testing.T) {
 	if err := os.RemoveAll(filepath.Join(vol, "..2026_11_23_10_00_00.1")); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{name: 1})
+	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{name: 1})
 }
 
 // Credentials planted in every field of kubeconfig files reach no log line,
@@ -305,5 +304,5 @@ current-context: x
 		t.Fatal(err)
 	}
 	// The test's working directory is the package's, not dir.
-	mctest.ExpectEngaged(t, run(t, p, (&fleettest.LogBuffer{}).Logger()), map[multicluster.ClusterName]int{path + "+x": 1})
+	fleettest.ExpectEngaged(t, run(t, p, (&fleettest.LogBuffer{}).Logger()), map[multicluster.ClusterName]int{path + "+x": 1})
 }

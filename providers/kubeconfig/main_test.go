@@ -15,8 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
@@ -24,10 +23,11 @@ import (
 
 // fleet is shared by every test. Member 0 is also the host that holds the
 // Secrets; each test works in its own namespace of it.
-var fleet *testfleet.Fleet
+var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMainWithOptions(m, 3, testfleet.Options{}, func(f *testfleet.Fleet) error {
+	testbed.MustProvideAssets()
+	fleettest.RunMainWithOptions(m, 3, fleettest.Options{}, func(f *fleettest.Fleet) error {
 		fleet = f
 		return f.MarkMembers()
 	})
@@ -37,7 +37,7 @@ func TestMain(m *testing.M) {
 type env struct {
 	ns      string
 	host    client.Client
-	tracker *mctest.Tracker
+	tracker *fleettest.Tracker
 	logs    *fleettest.LogBuffer
 }
 
@@ -66,7 +66,7 @@ func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubecon
 	if err := host.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{ns: ns.Name, host: host, tracker: mctest.NewTracker(), logs: &fleettest.LogBuffer{}}
+	e := &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), logs: &fleettest.LogBuffer{}}
 
 	cfg := fleet.Config(0)
 	if identity != nil {

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig/onboard"
@@ -30,7 +30,7 @@ func TestOnboardedClusterEngagesWithAServiceAccountToken(t *testing.T) {
 	if _, err := onboard.Cluster(ctx, fleet.Config(2), e.host, opts); err != nil {
 		t.Fatal(err)
 	}
-	first := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
+	first := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
 
 	// The cluster acts as the ServiceAccount: ConfigMaps yes, Secrets no.
 	err := first["registered"].GetAPIReader().List(ctx, &corev1.SecretList{})
@@ -44,7 +44,7 @@ func TestOnboardedClusterEngagesWithAServiceAccountToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.tracker.WaitDisengaged(t, first["registered"])
-	second := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
+	second := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
 	if second["registered"] == first["registered"] {
 		t.Fatal("rotating the token did not re-create the cluster")
 	}
@@ -103,7 +103,7 @@ func TestOnboardCleansUpWhenTheHostWriteFails(t *testing.T) {
 	if _, err := onboard.Cluster(ctx, fleet.Config(1), e.host, opts); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"cleanup": 1})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"cleanup": 1})
 	if _, err := onboard.Cluster(ctx, fleet.Config(1), readOnlyHost, opts); !apierrors.IsForbidden(err) {
 		t.Fatalf("onboarding with a read-only host: %v, want Forbidden", err)
 	}

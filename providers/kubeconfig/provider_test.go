@@ -12,7 +12,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
@@ -31,14 +31,14 @@ func TestSecretsEngageRotateAndDisengage(t *testing.T) {
 	if err := e.host.Create(ctx, unlabelled); err != nil {
 		t.Fatal(err)
 	}
-	first := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 1, "gamma": 2})
+	first := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 1, "gamma": 2})
 
 	// Rotating beta's kubeconfig to another control plane re-engages it there.
 	beta := e.secret(t, "beta", 2)
 	if err := e.host.Update(ctx, beta); err != nil {
 		t.Fatal(err)
 	}
-	rotated := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 2, "gamma": 2})
+	rotated := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 2, "gamma": 2})
 	e.tracker.WaitDisengaged(t, first["beta"])
 	if rotated["alpha"] != first["alpha"] || rotated["gamma"] != first["gamma"] {
 		t.Error("rotating one Secret re-created other clusters")
@@ -65,7 +65,7 @@ func TestSecretsEngageRotateAndDisengage(t *testing.T) {
 	if err := e.host.Update(ctx, gamma); err != nil {
 		t.Fatal(err)
 	}
-	afterUnlabel := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 2})
+	afterUnlabel := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0, "beta": 2})
 	if afterUnlabel["alpha"] != first["alpha"] {
 		t.Error("an annotation-only change re-created the cluster")
 	}
@@ -74,7 +74,7 @@ func TestSecretsEngageRotateAndDisengage(t *testing.T) {
 	if err := e.host.Delete(ctx, beta); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"alpha": 0})
 }
 
 func TestBadSecretsAreReportedAndDoNotAffectOthers(t *testing.T) {
@@ -102,7 +102,7 @@ current-context: x
 			t.Fatal(err)
 		}
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1})
 
 	// Each bad Secret gets a Warning Event naming the problem.
 	want := map[string]string{
@@ -111,7 +111,7 @@ current-context: x
 		"unreachable": kubeconfig.ReasonEngageFailed,
 	}
 	var events eventsv1.EventList
-	mctest.Eventually(t, time.Minute, func() error { // a Warning Event on every bad Secret
+	fleettest.Eventually(t, time.Minute, func() error { // a Warning Event on every bad Secret
 		if err := e.host.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -127,7 +127,7 @@ current-context: x
 	if err := e.host.Create(ctx, e.secret(t, "late", 2)); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1, "late": 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1, "late": 2})
 
 	// Fixing a bad Secret engages it.
 	fixed := e.secret(t, "malformed", 0)
@@ -138,7 +138,7 @@ current-context: x
 	if err := e.host.Update(ctx, malformed); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1, "late": 2, "malformed": 0})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 1, "late": 2, "malformed": 0})
 
 	if err := e.host.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
 		t.Fatal(err)

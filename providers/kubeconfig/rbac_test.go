@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -23,7 +23,7 @@ func TestProviderRunsWithNamespaceScopedRBAC(t *testing.T) {
 	if err := e.host.Create(ctx, e.secret(t, "scoped", 1)); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"scoped": 1})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"scoped": 1})
 
 	// Unlabelling is seen through the label-filtered cache.
 	s := &corev1.Secret{}
@@ -34,7 +34,7 @@ func TestProviderRunsWithNamespaceScopedRBAC(t *testing.T) {
 	if err := e.host.Update(ctx, s); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{})
 }
 
 // namespaceScopedIdentity returns a config for a host ServiceAccount that may

@@ -19,8 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
@@ -41,7 +41,7 @@ func (e *env) rawSecret(name, kubeconfigYAML string) *corev1.Secret {
 func (e *env) waitForEvents(t *testing.T, want map[string]string) []eventsv1.Event {
 	t.Helper()
 	var events eventsv1.EventList
-	mctest.Eventually(t, 2*time.Minute, func() error {
+	fleettest.Eventually(t, 2*time.Minute, func() error {
 		if err := e.host.List(context.Background(), &events, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -146,7 +146,7 @@ current-context: x
 		"cert-files":    kubeconfig.ReasonKubeconfigRefused,
 		"auth-provider": kubeconfig.ReasonKubeconfigRefused,
 	})
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 2})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"good": 2})
 
 	if _, err := os.Stat(marker); err == nil {
 		t.Error("the exec plugin named by a Secret was run")
@@ -184,12 +184,12 @@ func TestAllowedExecCommandsRun(t *testing.T) {
 	if err := e.host.Create(context.Background(), e.rawSecret("exec", execKubeconfig(t, 1, command))); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"exec": 1})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"exec": 1})
 	if _, err := os.Stat(marker); err != nil {
 		t.Errorf("the allowed exec plugin did not run: %v", err)
 	}
 	var list eventsv1.EventList
-	mctest.Eventually(t, time.Minute, func() error { // the Engaged Event, reported under the configured name
+	fleettest.Eventually(t, time.Minute, func() error { // the Engaged Event, reported under the configured name
 		if err := e.host.List(context.Background(), &list, client.InNamespace(e.ns)); err != nil {
 			return err
 		}
@@ -216,7 +216,7 @@ func TestUpstreamLabelIsReadByDefault(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"upstream": 1, "both": 2, "ours": 0})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"upstream": 1, "both": 2, "ours": 0})
 
 	// Removing one of two labels keeps the cluster; removing the last one
 	// disengages it.
@@ -234,7 +234,7 @@ func TestUpstreamLabelIsReadByDefault(t *testing.T) {
 	if err := e.host.Update(ctx, up); err != nil {
 		t.Fatal(err)
 	}
-	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"both": 2, "ours": 0})
+	fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"both": 2, "ours": 0})
 }
 
 // Secrets planted in every field of a kubeconfig reach no log line and no

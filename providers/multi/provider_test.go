@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -125,7 +125,7 @@ func TestPrefixedProvidersOverTwoAPIServers(t *testing.T) {
 	}
 	want := map[string]string{"a#" + ns: "0", "b#" + ns: "1"}
 	for name, member := range want {
-		mctest.Eventually(t, 30*time.Second, func() error {
+		fleettest.Eventually(t, 30*time.Second, func() error {
 			if got, ok := read(name); !ok || got != member {
 				return fmt.Errorf("cluster %q: read member %q, want %q", name, got, member)
 			}
@@ -147,7 +147,7 @@ func TestPrefixedProvidersOverTwoAPIServers(t *testing.T) {
 	if err := p.AddProvider("c", namespaceProvider(t, 1)); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if got, ok := read("c#" + ns); !ok || got != "1" {
 			return fmt.Errorf("late provider's cluster not reconciled (member %q)", got)
 		}
@@ -157,7 +157,7 @@ func TestPrefixedProvidersOverTwoAPIServers(t *testing.T) {
 
 	// Removing a provider disengages its clusters, and only its clusters.
 	p.RemoveProvider("b")
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if _, err := mgr.GetCluster(ctx, "b#"+ns); !errors.Is(err, multicluster.ErrClusterNotFound) {
 			return fmt.Errorf("manager still has b#%s: %v", ns, err)
 		}
@@ -178,7 +178,7 @@ func TestPrefixedProvidersOverTwoAPIServers(t *testing.T) {
 
 func checkIndex(t *testing.T, ctx context.Context, p *Provider, name string) {
 	t.Helper()
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		cl, err := p.Get(ctx, name)
 		if err != nil {
 			return err

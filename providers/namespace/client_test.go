@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -21,6 +20,8 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 // verbsEnv is a virtual cluster over namespace "verbs", a neighbour
@@ -50,7 +51,7 @@ func TestClientVerbs(t *testing.T) {
 	}
 	env := startManager(t, nil, nil)
 	var vc cluster.Cluster
-	mctest.Eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, verbsNS); return err })
+	fleettest.Eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, verbsNS); return err })
 	e := &verbsEnv{ctx: ctx, vc: vc, c: vc.GetClient(), direct: direct}
 
 	t.Run("create get list", e.testCreateGetList)
@@ -102,7 +103,7 @@ func (e *verbsEnv) testCreateGetList(t *testing.T) {
 	e.backing(t, "a")
 	e.backing(t, "c")
 
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		cm := &corev1.ConfigMap{}
 		if err := e.c.Get(e.ctx, client.ObjectKey{Namespace: VirtualNamespace, Name: "a"}, cm); err != nil {
 			return err

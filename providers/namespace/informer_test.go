@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 // seenEvents collects what a handler on a virtual informer receives.
@@ -65,7 +66,7 @@ func TestInformerViewDeliversOnlyItsNamespace(t *testing.T) {
 	infs := map[string]cache.Informer{}
 	for _, ns := range nss {
 		var vc cluster.Cluster
-		mctest.Eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, ns); return err })
+		fleettest.Eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, ns); return err })
 		inf, err := vc.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, cache.BlockUntilSynced(false))
 		if err != nil {
 			t.Fatal(err)
@@ -80,7 +81,7 @@ func TestInformerViewDeliversOnlyItsNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 		seen[ns], regs[ns], infs[ns] = s, reg, inf
-		mctest.Eventually(t, 10*time.Second, func() error {
+		fleettest.Eventually(t, 10*time.Second, func() error {
 			if !reg.HasSynced() {
 				return fmt.Errorf("registration in %s not synced", ns)
 			}
@@ -107,7 +108,7 @@ func TestInformerViewDeliversOnlyItsNamespace(t *testing.T) {
 	}
 	for _, ns := range nss {
 		for _, e := range []string{"add live-" + ns, "update live-" + ns, "delete live-" + ns} {
-			mctest.Eventually(t, 10*time.Second, func() error { return seen[ns].has(e) })
+			fleettest.Eventually(t, 10*time.Second, func() error { return seen[ns].has(e) })
 		}
 	}
 
@@ -123,7 +124,7 @@ func TestInformerViewDeliversOnlyItsNamespace(t *testing.T) {
 		}
 	}
 	// view-b's event is the barrier: the dispatcher handles events in order.
-	mctest.Eventually(t, 10*time.Second, func() error { return seen["view-b"].has("add after-view-b") })
+	fleettest.Eventually(t, 10*time.Second, func() error { return seen["view-b"].has("add after-view-b") })
 	seen["view-a"].mu.Lock()
 	if after := len(seen["view-a"].events); after != before {
 		t.Errorf("removed handler got %d more events: %v", after-before, seen["view-a"].events[before:])
@@ -158,7 +159,7 @@ func TestInformerViewDeliversOnlyItsNamespace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mctest.Eventually(t, 10*time.Second, func() error { return seen["view-b"].has("add self-2") })
+	fleettest.Eventually(t, 10*time.Second, func() error { return seen["view-b"].has("add self-2") })
 	if n := selfCalls.Load(); n != 1 {
 		t.Errorf("self-removing handler called %d times, want 1", n)
 	}

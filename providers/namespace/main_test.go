@@ -17,19 +17,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
 
 // fleet is one control plane shared by the package's tests and benchmarks.
 // Tests stay independent by using namespaces of their own.
-var fleet *testfleet.Fleet
+var fleet *fleettest.Fleet
 
 func TestMain(m *testing.M) {
-	testfleet.RunMain(m, 1, func(f *testfleet.Fleet) { fleet = f })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 1, func(f *fleettest.Fleet) { fleet = f })
 }
 
 // directClient is an uncached client of the shared API server.
@@ -146,7 +147,7 @@ func startManager(t testing.TB, cfg *rest.Config, setup func(mgr mcmanager.Manag
 	if setup != nil {
 		setup(mgr)
 	}
-	mctest.Start(t, mgr)
+	fleettest.RunManager(t, mgr)
 	return &testEnv{p: p, mgr: mgr, rec: rec}
 }
 

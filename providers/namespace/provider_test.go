@@ -19,8 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -33,7 +34,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 	env := startManager(t, nil, nil)
 
 	for _, ns := range initial {
-		mctest.Eventually(t, 30*time.Second, func() error {
+		fleettest.Eventually(t, 30*time.Second, func() error {
 			if !env.rec.has(request(ns, "cm")) {
 				return fmt.Errorf("cluster %q: cm not reconciled", ns)
 			}
@@ -51,7 +52,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 
 	// A new namespace engages a new cluster.
 	createNamespaces(t, c, []string{"uniform-late"}, "late")
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if !env.rec.has(request("uniform-late", "late")) {
 			return errors.New("late namespace not reconciled")
 		}
@@ -80,7 +81,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 	if err := c.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "uniform-late"}}); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if _, err := env.mgr.GetCluster(ctx, "uniform-late"); !errors.Is(err, multicluster.ErrClusterNotFound) {
 			return fmt.Errorf("manager still has the cluster: err=%v", err)
 		}
@@ -90,7 +91,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 		return nil
 	})
 	// Its handlers are gone from the shared informer.
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		for k, d := range env.p.dispatcherSnapshot() {
 			if d.handlersFor("uniform-late") != nil {
 				return fmt.Errorf("%s still dispatches to the disengaged namespace", k.gvk)
@@ -98,7 +99,7 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 		}
 		return nil
 	})
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		scoped.mu.Lock()
 		defer scoped.mu.Unlock()
 		if len(scoped.regs) != 0 {
@@ -135,11 +136,11 @@ func TestIndexServesEachVirtualCluster(t *testing.T) {
 	})
 	for _, ns := range nss {
 		var vc interface{ GetClient() client.Client }
-		mctest.Eventually(t, 30*time.Second, func() (err error) {
+		fleettest.Eventually(t, 30*time.Second, func() (err error) {
 			vc, err = env.mgr.GetCluster(ctx, ns)
 			return err
 		})
-		mctest.Eventually(t, 10*time.Second, func() error {
+		fleettest.Eventually(t, 10*time.Second, func() error {
 			list := &corev1.ConfigMapList{}
 			if err := vc.GetClient().List(ctx, list, client.MatchingFields{"data.color": "red"}); err != nil {
 				return err
@@ -174,16 +175,16 @@ func TestEventsLandInBackingNamespace(t *testing.T) {
 	var vc interface {
 		GetClient() client.Client
 	}
-	mctest.Eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, "events"); return err })
+	fleettest.Eventually(t, 30*time.Second, func() (err error) { vc, err = env.p.Get(ctx, "events"); return err })
 	cl, _ := env.p.Get(ctx, "events")
 	cm := &corev1.ConfigMap{}
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		return vc.GetClient().Get(ctx, client.ObjectKey{Namespace: VirtualNamespace, Name: "subject"}, cm)
 	})
 	//lint:ignore SA1019 the old events API is part of cluster.Cluster and must work.
 	cl.GetEventRecorderFor("ns-test").Event(cm, corev1.EventTypeNormal, "Legacy", "recorded through the virtual cluster")
 	cl.GetEventRecorder("ns-test").Eventf(cm, nil, corev1.EventTypeNormal, "Modern", "Test", "recorded through %s", "events.k8s.io")
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		list := &corev1.EventList{}
 		if err := c.List(ctx, list, client.InNamespace("events")); err != nil {
 			return err
@@ -247,7 +248,7 @@ func TestOneInformerPerTypeFor50Namespaces(t *testing.T) {
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { counter.next = rt; return counter })
 	env := startManager(t, cfg, nil)
 	for _, ns := range nss {
-		mctest.Eventually(t, 60*time.Second, func() error {
+		fleettest.Eventually(t, 60*time.Second, func() error {
 			if !env.rec.has(request(ns, "cm")) {
 				return fmt.Errorf("cluster %q not reconciled", ns)
 			}
@@ -288,7 +289,7 @@ func TestDisengageLeavesNothingBehind(t *testing.T) {
 	if err := c.List(ctx, &corev1.NamespaceList{}); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if _, err := env.p.Get(ctx, "default"); err != nil {
 			return err
 		}
@@ -300,7 +301,7 @@ func TestDisengageLeavesNothingBehind(t *testing.T) {
 	cycle := names("cycle", 20)
 	createNamespaces(t, c, cycle, "cm")
 	for _, ns := range cycle {
-		mctest.Eventually(t, 30*time.Second, func() error {
+		fleettest.Eventually(t, 30*time.Second, func() error {
 			if !env.rec.has(request(ns, "cm")) {
 				return fmt.Errorf("cluster %q not reconciled", ns)
 			}
@@ -318,13 +319,13 @@ func TestDisengageLeavesNothingBehind(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if n := len(env.p.ClusterNames()); n != engagedBefore {
 			return fmt.Errorf("%d clusters engaged, want %d", n, engagedBefore)
 		}
 		return nil
 	})
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		if g := runtime.NumGoroutine(); g > baseline {
 			return fmt.Errorf("%d goroutines after disengaging, baseline %d", g, baseline)
 		}
@@ -388,7 +389,7 @@ func TestIndexOverTheHostManagersCache(t *testing.T) {
 		}
 	})
 
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		list := &corev1.ConfigMapList{}
 		if err := host.GetClient().List(ctx, list, client.MatchingFields{"data.shade": "teal"}); err != nil {
 			return err
@@ -399,7 +400,7 @@ func TestIndexOverTheHostManagersCache(t *testing.T) {
 		return nil
 	})
 	for _, ns := range nss {
-		mctest.Eventually(t, 30*time.Second, func() error {
+		fleettest.Eventually(t, 30*time.Second, func() error {
 			vc, err := mgr.GetCluster(ctx, ns)
 			if err != nil {
 				return err
@@ -420,19 +421,19 @@ func TestIndexOverTheHostManagersCache(t *testing.T) {
 // do) works as well as one the provider starts.
 func TestSharedClusterTheApplicationRuns(t *testing.T) {
 	createNamespaces(t, directClient(t), []string{"app-runs"}, "cm")
-	cl := mctest.NewCluster(t, fleet.Config(0))
+	cl := testbed.NewCluster(t, fleet.Config(0))
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
 	go func() { defer close(stopped); _ = cl.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-stopped })
 
-	mgr := mctest.NewManager(t, fleet.Config(0), New(cl))
+	mgr := fleettest.NewManager(t, fleet.Config(0), New(cl))
 	rec := newRecorder()
 	if err := mcbuilder.ControllerManagedBy(mgr).Named("app-runs").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 		t.Fatal(err)
 	}
-	mctest.Start(t, mgr)
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.RunManager(t, mgr)
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		if !rec.has(request("app-runs", "cm")) {
 			return errors.New("cm of a namespace not reconciled with an application-run shared cluster")
 		}

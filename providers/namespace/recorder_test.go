@@ -12,7 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 // A virtual cluster's recorders refuse events about objects outside its
@@ -22,7 +22,7 @@ func TestRecorderRefusesObjectsOfOtherNamespaces(t *testing.T) {
 	ctx := context.Background()
 	createNamespaces(t, c, []string{"rec-tenant-a", "rec-tenant-b"}, "subject")
 	env := startManager(t, nil, nil)
-	mctest.Eventually(t, 30*time.Second, func() error { _, err := env.p.Get(ctx, "rec-tenant-a"); return err })
+	fleettest.Eventually(t, 30*time.Second, func() error { _, err := env.p.Get(ctx, "rec-tenant-a"); return err })
 	a, err := env.p.Get(ctx, "rec-tenant-a")
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +35,7 @@ func TestRecorderRefusesObjectsOfOtherNamespaces(t *testing.T) {
 	ref := &corev1.ObjectReference{APIVersion: "v1", Kind: "ConfigMap", Namespace: "rec-tenant-b", Name: "subject", UID: theirs.UID}
 	clusterScoped := &rbacv1.ClusterRole{TypeMeta: metav1.TypeMeta{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRole"}, ObjectMeta: metav1.ObjectMeta{Name: "admin"}}
 	mine := &corev1.ConfigMap{}
-	mctest.Eventually(t, 10*time.Second, func() error {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		return a.GetClient().Get(ctx, client.ObjectKey{Namespace: VirtualNamespace, Name: "subject"}, mine)
 	})
 
@@ -54,7 +54,7 @@ func TestRecorderRefusesObjectsOfOtherNamespaces(t *testing.T) {
 	// The recorder still works for the tenant's own objects; once that
 	// event is in, none of the refused ones is anywhere.
 	rec.Eventf(mine, nil, corev1.EventTypeNormal, "Own", "Test", "about the tenant's own object")
-	mctest.Eventually(t, 30*time.Second, func() error {
+	fleettest.Eventually(t, 30*time.Second, func() error {
 		list := &corev1.EventList{}
 		if err := c.List(ctx, list, client.InNamespace("rec-tenant-a")); err != nil {
 			return err

@@ -12,7 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 )
 
@@ -30,7 +31,7 @@ func TestHandOffAfterCleanStopAndCrash(t *testing.T) {
 	c := startReplica(t, "handoff", "c", opts, names, rec)
 	owners := rec.expectCoverage(t, names, time.Minute)
 	for _, r := range []*replica{a, b, c} {
-		mctest.Eventually(t, time.Minute, func() error { // every replica agrees
+		fleettest.Eventually(t, time.Minute, func() error { // every replica agrees
 			for n, o := range owners {
 				if got := r.c.Owner(n); got != o {
 					return errors.New(r.c.Identity() + " sees " + n + " owned by " + got + ", held by " + o)
@@ -71,7 +72,7 @@ func TestJoiningReplicaTakesOnlyItsShare(t *testing.T) {
 	c := startReplica(t, "join", "c", opts, names, rec)
 	waitPeers(t, c.c, 3)
 	var after map[string]string
-	mctest.Eventually(t, time.Minute, func() (err error) {
+	fleettest.Eventually(t, time.Minute, func() (err error) {
 		if after, err = rec.current(names); err != nil {
 			return err
 		}
@@ -198,7 +199,7 @@ func TestStopEndsFences(t *testing.T) {
 
 func waitPeers(t testing.TB, c *sharding.Coordinator, n int) {
 	t.Helper()
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if got := c.Peers(); len(got) != n {
 			return errors.New("peers: " + joinStrings(got))
 		}
@@ -270,7 +271,7 @@ func TestSameIdentityRunsOnce(t *testing.T) {
 		}
 	}
 	first.stop()
-	mctest.Eventually(t, time.Minute, func() error {
+	fleettest.Eventually(t, time.Minute, func() error {
 		if !second.c.Owns("x") {
 			return errors.New("the second process does not own x after the first left")
 		}
@@ -325,7 +326,7 @@ func TestOrphanedFenceIsCleared(t *testing.T) {
 		},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("a")},
 	}
-	if err := mctest.NewClient(t, host).Create(context.Background(), orphan); err != nil {
+	if err := testbed.NewClient(t, host).Create(context.Background(), orphan); err != nil {
 		t.Fatal(err)
 	}
 	a := startReplica(t, "orphan", "a", opts, nil, nil)

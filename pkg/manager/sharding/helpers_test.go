@@ -15,7 +15,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
-	"github.com/mcruntime/multicluster-runtime/internal/mctest"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 )
 
@@ -123,7 +123,7 @@ func (r *recorder) current(names []string, want ...string) (map[string]string, e
 func (r *recorder) expectCoverage(t testing.TB, names []string, timeout time.Duration, want ...string) map[string]string {
 	t.Helper()
 	var owners map[string]string
-	mctest.Eventually(t, timeout, func() (err error) {
+	fleettest.Eventually(t, timeout, func() (err error) {
 		owners, err = r.current(names, want...)
 		return err
 	})

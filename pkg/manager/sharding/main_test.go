@@ -6,7 +6,8 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 // host is the API server that holds every test's Leases; tests keep apart by
@@ -17,5 +18,6 @@ func TestMain(m *testing.M) {
 	if os.Getenv(replicaEnv) != "" {
 		os.Exit(replicaMain()) // re-executed as a replica by TestSeparateProcesses
 	}
-	testfleet.RunMain(m, 1, func(f *testfleet.Fleet) { host = f.Config(0) })
+	testbed.MustProvideAssets()
+	fleettest.RunMain(m, 1, func(f *fleettest.Fleet) { host = f.Config(0) })
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 )
 
@@ -106,7 +106,7 @@ func (p *printer) run(ctx context.Context) {
 // killed with SIGKILL. The third ends up with every cluster, and no cluster was
 // ever held by two processes at a time.
 func TestSeparateProcesses(t *testing.T) {
-	kc, err := testfleet.KubeconfigFor(host, "host")
+	kc, err := fleettest.KubeconfigFor(host, "host")
 	if err != nil {
 		t.Fatal(err)
 	}

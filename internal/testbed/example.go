@@ -1,7 +1,7 @@
-// Package exampletest runs the example programs under examples/ in their
-// tests: start one until the test ends, wait for what it prints, create
-// objects in a member.
-package exampletest
+package testbed
+
+// The programs under examples/ are run by their tests: start one until the
+// test ends, wait for what it prints, create objects in a member.
 
 import (
 	"context"
@@ -15,13 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
-
-	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 )
 
-// ManagerOptions keep the example's manager off fixed ports.
-var ManagerOptions = mcmanager.Options{
+// ManagerOptions keep an example's manager off fixed ports (mcmanager.Options
+// is controller-runtime's manager.Options).
+var ManagerOptions = manager.Options{
 	Metrics:                server.Options{BindAddress: "0"},
 	HealthProbeBindAddress: "0",
 }
@@ -44,9 +44,9 @@ func (o *Output) String() string {
 	return o.b.String()
 }
 
-// Start runs the example until the test ends, failing the test if it
-// returns an error.
-func Start(t *testing.T, run func(ctx context.Context, out io.Writer) error) *Output {
+// RunExample runs an example program until the test ends, failing the test
+// if it returns an error.
+func RunExample(t *testing.T, run func(ctx context.Context, out io.Writer) error) *Output {
 	t.Helper()
 	out := &Output{}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -61,8 +61,8 @@ func Start(t *testing.T, run func(ctx context.Context, out io.Writer) error) *Ou
 	return out
 }
 
-// WaitFor waits until the example has printed want.
-func WaitFor(t *testing.T, out *Output, want string) {
+// WaitForOutput waits until the example has printed want.
+func WaitForOutput(t *testing.T, out *Output, want string) {
 	t.Helper()
 	deadline := time.Now().Add(time.Minute)
 	for !strings.Contains(out.String(), want) {
@@ -76,11 +76,7 @@ func WaitFor(t *testing.T, out *Output, want string) {
 // Create creates obj in the cluster at cfg.
 func Create(t *testing.T, cfg *rest.Config, obj client.Object) {
 	t.Helper()
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Create(context.Background(), obj); err != nil {
+	if err := NewClient(t, cfg).Create(context.Background(), obj); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -1,11 +1,14 @@
-package mctest
+package testbed
 
 import (
 	"io"
 	"net"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 // Proxy forwards TCP connections to a target while it is up, and closes them
@@ -103,4 +106,53 @@ func (p *Proxy) close() {
 	}
 	p.mu.Unlock()
 	p.wg.Wait()
+}
+
+// HangingEndpoint accepts TCP connections and never writes to them, until the
+// test ends.
+func HangingEndpoint(t testing.TB) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		<-done
+		mu.Lock()
+		for _, c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+	return l.Addr().String()
+}
+
+// Proxied returns a copy of cfg that reaches its server through a new Proxy,
+// up, and the proxy: the test can then cut the cluster off its clients.
+func Proxied(t testing.TB, cfg *rest.Config) (*rest.Config, *Proxy) {
+	t.Helper()
+	u, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := NewProxy(t, u.Host)
+	proxy.SetUp(true)
+	out := rest.CopyConfig(cfg)
+	out.Host = "https://" + proxy.Addr()
+	return out, proxy
 }

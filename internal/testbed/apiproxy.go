@@ -1,4 +1,4 @@
-package mctest
+package testbed
 
 import (
 	"net/http"
