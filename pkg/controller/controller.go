@@ -77,12 +77,12 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 		return nil, fmt.Errorf("controller %q: must specify Reconciler", name)
 	}
 	c := &mcController[request]{
-		name:     name,
-		host:     mgr.GetLocalManager(),
-		clusters: map[multicluster.ClusterName]*engagement{},
-		timeout:  options.CacheSyncTimeout,
-		waiting:  map[request]time.Time{},
-		log:      mgr.GetLogger().WithValues("controller", name),
+		name:    name,
+		host:    mgr.GetLocalManager(),
+		timeout: options.CacheSyncTimeout,
+		waiting: map[request]time.Time{},
+		parked:  map[multicluster.ClusterName]*parking[request]{},
+		log:     mgr.GetLogger().WithValues("controller", name),
 	}
 	c.syncSeries.Max = metrics.MaxWatchSyncSeries
 	if owner, ok := mgr.(mcmanager.FleetOwner); ok {
@@ -142,19 +142,26 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 
 	syncSeries metrics.SeriesCap // clusters with series in WatchSyncFailures
 
-	mu       sync.RWMutex
-	sources  []mcsource.TypedSource[request]
-	clusters map[multicluster.ClusterName]*engagement
-	// live mirrors clusters (name → the engagement's context) for the
-	// lookup every reconcile makes: without mu, so that workers do not queue
-	// behind the writers of thousands of clusters engaging at start-up.
-	live  sync.Map
-	queue workqueue.TypedRateLimitingInterface[request] // set when the controller starts
-	ctx   context.Context                               // the controller's, set with queue
+	mu      sync.RWMutex // serializes writers of clusters with sources and queue
+	sources []mcsource.TypedSource[request]
+	// clusters holds this controller's engagement with each cluster (name →
+	// *engagement): its sources live within the engagement's context. It is
+	// the controller's only record of what it is engaged with; whether the
+	// fleet runs a cluster is asked of the engine. Written under mu, read
+	// without it by every reconcile, so that workers do not queue behind the
+	// writers of thousands of clusters engaging at start-up.
+	clusters sync.Map
+	queue    workqueue.TypedRateLimitingInterface[request] // set when the controller starts
+	ctx      context.Context                               // the controller's, set with queue
 
 	waitMu   sync.Mutex
-	waiting  map[request]time.Time // requests for joining clusters, since when
-	nWaiting atomic.Int32          // len(waiting), read without the lock on every reconcile
+	waiting  map[request]time.Time                          // requests for joining clusters, since when
+	parked   map[multicluster.ClusterName]*parking[request] // those waiting now, by cluster
+	nWaiting atomic.Int32                                   // len(waiting), read without the lock on every reconcile
+	// joinChecks counts the looks at requests for joining clusters: one when
+	// such a request first comes, and one per wake-up (the cluster changed
+	// state, or engaged with this controller). Tests count it.
+	joinChecks atomic.Int64
 }
 
 // engagement is one cluster's membership in this controller.
@@ -212,7 +219,8 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
+	old := c.lookup(name)
+	if old != nil && old.cl == cl && old.ctx.Err() == nil {
 		return nil, nil, nil
 	}
 	if c.ctx != nil && c.ctx.Err() != nil {
@@ -220,16 +228,34 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 	}
 	ectx, cancel := context.WithCancel(ctx)
 	e := &engagement{cl: cl, ctx: ectx, cancel: cancel}
-	if old, ok := c.clusters[name]; ok {
+	if old != nil {
 		old.cancel()
 	}
-	c.clusters[name] = e
-	c.live.Store(name, e.ctx)
+	c.clusters.Store(name, e)
 	context.AfterFunc(ectx, func() { c.forget(name, e) })
+	c.wake(name) // requests waiting for the cluster
 	if c.queue == nil {
 		return e, nil, nil
 	}
 	return e, append([]mcsource.TypedSource[request]{}, c.sources...), nil
+}
+
+// lookup returns this controller's engagement with name, nil if none.
+func (c *mcController[request]) lookup(name multicluster.ClusterName) *engagement {
+	if e, ok := c.clusters.Load(name); ok {
+		return e.(*engagement)
+	}
+	return nil
+}
+
+// engaged returns every engagement of this controller; under mu.
+func (c *mcController[request]) engagedLocked() map[multicluster.ClusterName]*engagement {
+	out := map[multicluster.ClusterName]*engagement{}
+	c.clusters.Range(func(name, e any) bool {
+		out[name.(multicluster.ClusterName)] = e.(*engagement)
+		return true
+	})
+	return out
 }
 
 // engagement returns the context of this controller's engagement with the
@@ -240,8 +266,8 @@ func (c *mcController[request]) engagement(name multicluster.ClusterName) contex
 	if name == "" {
 		return context.Background()
 	}
-	if ctx, ok := c.live.Load(name); ok {
-		return ctx.(context.Context)
+	if e := c.lookup(name); e != nil {
+		return e.ctx
 	}
 	return nil
 }
@@ -253,10 +279,7 @@ func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[reque
 	c.sources = append(c.sources, src)
 	var engaged map[multicluster.ClusterName]*engagement
 	if c.queue != nil {
-		engaged = make(map[multicluster.ClusterName]*engagement, len(c.clusters))
-		for name, e := range c.clusters {
-			engaged[name] = e
-		}
+		engaged = c.engagedLocked()
 	}
 	c.mu.Unlock()
 
@@ -453,10 +476,7 @@ const (
 // forget removes the engagement e of name, unless it was replaced.
 func (c *mcController[request]) forget(name multicluster.ClusterName, e *engagement) {
 	c.mu.Lock()
-	if c.clusters[name] == e {
-		delete(c.clusters, name)
-		c.live.Delete(name)
-	}
+	c.clusters.CompareAndDelete(name, e)
 	c.mu.Unlock()
 }
 
@@ -481,18 +501,15 @@ func (s *queueSource[request]) Start(ctx context.Context, q workqueue.TypedRateL
 	hostCtx, cancelHost := context.WithCancel(ctx)
 	// The host is engaged for the controller's lifetime under the name "";
 	// sources decide whether they watch it.
-	c.clusters[""] = &engagement{cl: c.host, ctx: hostCtx, cancel: cancelHost}
-	pending := make(map[multicluster.ClusterName]*engagement, len(c.clusters))
-	for name, e := range c.clusters {
-		pending[name] = e
-	}
+	c.clusters.Store("", &engagement{cl: c.host, ctx: hostCtx, cancel: cancelHost})
+	pending := c.engagedLocked()
 	srcs := append([]mcsource.TypedSource[request](nil), c.sources...)
 	c.mu.Unlock()
 
 	// When the controller stops, so do its watches in every cluster.
 	context.AfterFunc(ctx, func() {
 		c.mu.Lock()
-		for _, e := range c.clusters {
+		for _, e := range c.engagedLocked() {
 			e.cancel()
 		}
 		c.mu.Unlock()
@@ -513,12 +530,16 @@ func (s *queueSource[request]) String() string {
 // notEngaged decides about a request for a cluster this controller is not
 // engaged with. A cluster that is joining (being started, or engaged with the
 // fleet while this controller's watches are set up) gets its requests back
-// until it is engaged, for at most CacheSyncTimeout: hub-to-fleet fan-out may
-// name a member before it has joined. Any other request is dropped for a
-// stated reason, logged and counted.
+// once it changes state or engages with this controller, for at most
+// CacheSyncTimeout: hub-to-fleet fan-out may name a member before it has
+// joined. Any other request is dropped for a stated reason, logged and
+// counted.
 func (c *mcController[request]) notEngaged(req request) reconcile.Result {
 	reason := "cluster-not-engaged"
+	var changed <-chan struct{}
 	if c.fleet != nil {
+		// Asked for before the state: a change between the two wakes us.
+		changed = c.fleet.Changed(req.Cluster())
 		if state, known := c.fleet.State(req.Cluster()); known {
 			switch state {
 			case fleet.StateDisconnected:
@@ -535,16 +556,9 @@ func (c *mcController[request]) notEngaged(req request) reconcile.Result {
 		}
 	}
 	if reason == "" {
-		c.waitMu.Lock()
-		since, ok := c.waiting[req]
-		if !ok {
-			since = time.Now()
-			c.waiting[req] = since
-			c.nWaiting.Store(int32(len(c.waiting)))
-		}
-		c.waitMu.Unlock()
-		if time.Since(since) < c.timeout {
-			return reconcile.Result{RequeueAfter: joinPollInterval}
+		c.joinChecks.Add(1)
+		if c.park(req, changed) {
+			return reconcile.Result{}
 		}
 		reason = "cluster-join-timeout"
 	}
@@ -552,6 +566,98 @@ func (c *mcController[request]) notEngaged(req request) reconcile.Result {
 	metrics.DroppedRequests.WithLabelValues(c.name, reason).Inc()
 	c.log.Info("Dropping request", "cluster", req.Cluster(), "request", fmt.Sprint(req), "reason", reason)
 	return reconcile.Result{}
+}
+
+// parking holds the requests waiting for one joining cluster until it
+// changes state in the fleet, engages with this controller, or the first of
+// them has waited CacheSyncTimeout. Then every one is queued again and looked
+// at anew: no request polls.
+type parking[request comparable] struct {
+	reqs     map[request]struct{}
+	deadline time.Time
+	timer    *time.Timer
+	wake     chan struct{} // closed when the cluster engages with this controller
+	woken    bool
+}
+
+// park keeps req until its cluster changes state (changed is closed) or
+// engages with this controller. It reports false once req has waited
+// CacheSyncTimeout.
+func (c *mcController[request]) park(req request, changed <-chan struct{}) bool {
+	name := req.Cluster()
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	since, ok := c.waiting[req]
+	if !ok {
+		since = time.Now()
+		c.waiting[req] = since
+		c.nWaiting.Store(int32(len(c.waiting)))
+	}
+	deadline := since.Add(c.timeout)
+	left := time.Until(deadline)
+	if left <= 0 {
+		return false
+	}
+	p := c.parked[name]
+	if p == nil {
+		p = &parking[request]{reqs: map[request]struct{}{}, deadline: deadline, timer: time.NewTimer(left), wake: make(chan struct{})}
+		c.parked[name] = p
+		go c.waitForJoin(name, p, changed)
+	} else if deadline.Before(p.deadline) {
+		p.deadline = deadline
+		p.timer.Reset(left)
+	}
+	p.reqs[req] = struct{}{}
+	if c.lookup(name) != nil {
+		// Engaged between the reconcile's look and now: its wake came early.
+		c.wakeLocked(p)
+	}
+	return true
+}
+
+// waitForJoin queues the requests of p again once the cluster changed state,
+// engaged with this controller, or the first of them has waited long enough.
+func (c *mcController[request]) waitForJoin(name multicluster.ClusterName, p *parking[request], changed <-chan struct{}) {
+	c.mu.RLock()
+	q, stop := c.queue, c.ctx
+	c.mu.RUnlock()
+	select {
+	case <-changed:
+	case <-p.wake:
+	case <-p.timer.C:
+	case <-stop.Done():
+	}
+	p.timer.Stop()
+	c.waitMu.Lock()
+	if c.parked[name] == p {
+		delete(c.parked, name)
+	}
+	reqs := p.reqs
+	p.reqs = nil
+	c.waitMu.Unlock()
+	for req := range reqs {
+		q.Add(req)
+	}
+}
+
+// wake queues again the requests waiting for name: it engaged with this
+// controller.
+func (c *mcController[request]) wake(name multicluster.ClusterName) {
+	if c.nWaiting.Load() == 0 {
+		return
+	}
+	c.waitMu.Lock()
+	if p := c.parked[name]; p != nil {
+		c.wakeLocked(p)
+	}
+	c.waitMu.Unlock()
+}
+
+func (c *mcController[request]) wakeLocked(p *parking[request]) {
+	if !p.woken {
+		p.woken = true
+		close(p.wake)
+	}
 }
 
 // stopping reports whether the controller is shutting down, which ends
@@ -600,9 +706,6 @@ func (c *mcController[request]) disengagedDuring(req request, err error) reconci
 	log.Info("Dropping request: its cluster was disengaged while it was reconciled")
 	return reconcile.Result{}
 }
-
-// joinPollInterval is how often a request for a joining cluster is retried.
-const joinPollInterval = 100 * time.Millisecond
 
 func (c *mcController[request]) stopWaiting(req request) {
 	if c.nWaiting.Load() == 0 {
