@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/mcruntime/multicluster-runtime/internal/engagements"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -169,6 +171,44 @@ type engagement struct {
 	cl     cluster.Cluster
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	started []startedSource // the sources started in the cluster, for StartedIn
+}
+
+// startedSource is a source started in a cluster, within one attempt.
+type startedSource struct {
+	src     any
+	attempt context.Context
+}
+
+// record notes src as started in the cluster within attempt; sources of
+// attempts that ended are forgotten.
+func (e *engagement) record(src any, attempt context.Context) {
+	e.mu.Lock()
+	e.started = append(slices.DeleteFunc(e.started, func(s startedSource) bool { return s.attempt.Err() != nil }), startedSource{src: src, attempt: attempt})
+	e.mu.Unlock()
+}
+
+var _ engagements.Record = &mcController[mcreconcile.Request]{}
+
+// StartedIn returns the sources this controller started in the cluster
+// engaged under name. It is how sources that route events by cluster name
+// (mcsource.Channel) know the clusters this controller is engaged with.
+func (c *mcController[request]) StartedIn(name multicluster.ClusterName) []any {
+	e := c.lookup(name)
+	if e == nil || e.ctx.Err() != nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]any, 0, len(e.started))
+	for _, s := range e.started {
+		if s.attempt.Err() == nil {
+			out = append(out, s.src)
+		}
+	}
+	return out
 }
 
 var _ Controller = &mcController[mcreconcile.Request]{}
@@ -311,10 +351,13 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 	var syncing []source.TypedSyncingSource[request]
 	go func() {
 		var errs []error
+		startCtx := engagements.With(attempt, c)
 		for _, s := range srcs {
 			src, err := s.ForCluster(name, e.cl)
 			if err == nil && src != nil {
-				err = src.Start(attempt, q)
+				// Recorded first: it may route its first event at once.
+				e.record(src, attempt)
+				err = src.Start(startCtx, q)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("starting %v: %w", s, err))
