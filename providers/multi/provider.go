@@ -21,6 +21,7 @@ import (
 var (
 	_ multicluster.Provider         = &Provider{}
 	_ multicluster.ProviderRunnable = &Provider{}
+	_ multicluster.ListingProvider  = &Provider{}
 )
 
 // DefaultSeparator joins a prefix and a cluster name when
@@ -45,6 +46,7 @@ type Provider struct {
 	indexes   []index
 	ctx       context.Context // the run's, once started
 	aware     multicluster.Aware
+	listed    chan struct{} // closed once the providers registered at Start have listed
 }
 
 type index struct {
@@ -74,6 +76,7 @@ func New(opts Options) *Provider {
 		sep:       opts.Separator,
 		log:       logf.Log.WithName("multi-provider"),
 		providers: map[string]*member{},
+		listed:    make(chan struct{}),
 	}
 }
 
@@ -183,10 +186,15 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 		return errors.New("multi provider: already started")
 	}
 	m.ctx, m.aware = ctx, aware
+	var listing []*member
 	for _, mem := range m.providers {
 		m.startLocked(mem)
+		if _, ok := mem.provider.(multicluster.ListingProvider); ok && mem.done != nil {
+			listing = append(listing, mem)
+		}
 	}
 	m.mu.Unlock()
+	go m.waitListed(ctx, listing)
 
 	<-ctx.Done()
 
@@ -202,6 +210,27 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 		<-done
 	}
 	return nil
+}
+
+// Listed is closed once every inner provider registered when Start ran
+// that is a multicluster.ListingProvider has listed its clusters, or was
+// removed (multicluster.ListingProvider). Providers added later do not hold
+// back a readiness the replica has already reached. It stays open if the
+// multi provider stops before.
+func (m *Provider) Listed() <-chan struct{} { return m.listed }
+
+// waitListed closes m.listed once every provider of listing has listed or
+// was removed.
+func (m *Provider) waitListed(ctx context.Context, listing []*member) {
+	for _, mem := range listing {
+		select {
+		case <-mem.provider.(multicluster.ListingProvider).Listed():
+		case <-mem.ctx.Done(): // removed, or the multi provider stopped
+		}
+	}
+	if ctx.Err() == nil {
+		close(m.listed)
+	}
 }
 
 // startLocked starts mem if it is ready, the multi provider runs, and it has
