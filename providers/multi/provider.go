@@ -45,8 +45,8 @@ type Provider struct {
 	providers map[string]*member
 	indexes   []index
 	ctx       context.Context // the run's, once started
-	aware     multicluster.Aware
-	listed    chan struct{} // closed once the providers registered at Start have listed
+	fleet     fleetDoor       // where inner providers' clusters go, once started
+	listed    chan struct{}   // closed once the providers registered at Start have listed
 }
 
 type index struct {
@@ -185,7 +185,22 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 		m.mu.Unlock()
 		return errors.New("multi provider: already started")
 	}
-	m.ctx, m.aware = ctx, aware
+	// The fleet engine keeps the one record of the clusters: the manager's,
+	// or one of the multi provider's own for an Aware that is not a
+	// fleet.Publisher (a test's tracker, say).
+	var own sync.WaitGroup
+	door, ok := aware.(fleetDoor)
+	if !ok {
+		engine := mcfleet.New(mcfleet.Options{Logger: m.log})
+		engine.Subscribe(aware)
+		own.Go(func() {
+			if err := engine.Start(ctx); err != nil {
+				m.log.Error(err, "Fleet engine stopped")
+			}
+		})
+		door = engine
+	}
+	m.ctx, m.fleet = ctx, door
 	var listing []*member
 	for _, mem := range m.providers {
 		m.startLocked(mem)
@@ -209,6 +224,7 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	for _, done := range running {
 		<-done
 	}
+	own.Wait()
 	return nil
 }
 
@@ -245,10 +261,7 @@ func (m *Provider) startLocked(mem *member) {
 		return
 	}
 	mem.done = make(chan struct{})
-	var aware multicluster.Aware = &prefixedAware{member: mem, sep: m.sep, aware: m.aware}
-	if pub, ok := m.aware.(mcfleet.Publisher); ok {
-		aware = &prefixedPublisher{prefixedAware: aware.(*prefixedAware), pub: pub}
-	}
+	aware := &prefixed{member: mem, sep: m.sep, fleet: m.fleet}
 	log := m.log.WithValues("provider", mem.prefix)
 	go func() {
 		defer close(mem.done)
@@ -298,54 +311,55 @@ func (m *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 	return errors.Join(errs...)
 }
 
-// prefixedAware engages an inner provider's clusters under prefixed names,
-// for no longer than the inner provider stays registered.
-type prefixedAware struct {
-	member *member
-	sep    string
-	aware  multicluster.Aware
+// fleetDoor is how clusters enter the fleet engine: published (SetMember)
+// or adopted (Engage). The manager and fleet.Engine are both.
+type fleetDoor interface {
+	multicluster.Aware
+	mcfleet.Publisher
 }
 
-func (a *prefixedAware) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	ectx, cancel := context.WithCancel(ctx)
-	// Removing the provider ends the engagement even if the provider does not.
-	stop := context.AfterFunc(a.member.ctx, cancel)
-	context.AfterFunc(ectx, func() { stop() })
-	full := a.member.prefix + a.sep + name
+// prefixed is what inner providers are started with: it hands their
+// clusters to the fleet engine under prefixed names. That is all the multi
+// provider adds; the engine keeps the clusters. Engagements end when the
+// inner provider is removed, even if it does not end them itself; published
+// members are removed by the inner provider when its context ends, which
+// removing it does.
+type prefixed struct {
+	member *member
+	sep    string
+	fleet  fleetDoor
+}
+
+var _ fleetDoor = &prefixed{}
+
+func (p *prefixed) name(inner multicluster.ClusterName) multicluster.ClusterName {
+	return p.member.prefix + p.sep + inner
+}
+
+func (p *prefixed) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	full := p.name(name)
 	if err := pkgclusters.ValidateClusterName(full); err != nil {
-		cancel()
-		return fmt.Errorf("provider %q: %w", a.member.prefix, err)
+		return fmt.Errorf("provider %q: %w", p.member.prefix, err)
 	}
-	if err := a.aware.Engage(ectx, full, cl); err != nil {
+	ectx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.member.ctx, cancel)
+	context.AfterFunc(ectx, func() { stop() })
+	if err := p.fleet.Engage(ectx, full, cl); err != nil {
 		cancel()
 		return err
 	}
 	return nil
 }
 
-// prefixedPublisher publishes an inner provider's members to the fleet engine
-// under prefixed names. The inner provider removes its members when its
-// context ends, which removing it from the multi provider does.
-type prefixedPublisher struct {
-	*prefixedAware
-	pub mcfleet.Publisher
-}
-
-var _ mcfleet.Publisher = &prefixedPublisher{}
-
-func (p *prefixedPublisher) name(inner multicluster.ClusterName) multicluster.ClusterName {
-	return p.member.prefix + p.sep + inner
-}
-
-func (p *prefixedPublisher) SetMember(m mcfleet.Member) {
+func (p *prefixed) SetMember(m mcfleet.Member) {
 	m.Name = p.name(m.Name)
-	p.pub.SetMember(m)
+	p.fleet.SetMember(m)
 }
 
-func (p *prefixedPublisher) RemoveMember(name multicluster.ClusterName) {
-	p.pub.RemoveMember(p.name(name))
+func (p *prefixed) RemoveMember(name multicluster.ClusterName) {
+	p.fleet.RemoveMember(p.name(name))
 }
 
-func (p *prefixedPublisher) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
-	return p.pub.Lookup(p.name(name))
+func (p *prefixed) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
+	return p.fleet.Lookup(p.name(name))
 }
