@@ -1,5 +1,6 @@
-// Command kubeconfig-secret registers a member cluster with a fleet run by
-// the kubeconfig provider (providers/kubeconfig). A platform admin runs it
+// Command kubeconfig-secret onboards a member cluster to a fleet run by the
+// kubeconfig provider (providers/kubeconfig), with package
+// providers/kubeconfig/onboard. A platform admin runs it
 // with admin access to the member and write access to Secrets on the host:
 //
 //	go run ./cmd/kubeconfig-secret -name eu-west-1 \
@@ -48,6 +49,7 @@ import (
 
 	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig/onboard"
 )
 
 func main() {
@@ -60,7 +62,7 @@ func main() {
 func run(args []string) error {
 	fs := flag.NewFlagSet("kubeconfig-secret", flag.ContinueOnError)
 	var (
-		opts                      kubeconfig.RegisterOptions
+		opts                      onboard.Options
 		memberPath, memberContext string
 		hostPath, hostContext     string
 		rulesPath                 string
@@ -71,10 +73,10 @@ func run(args []string) error {
 	fs.StringVar(&hostPath, "host-kubeconfig", "", "kubeconfig of the host cluster (default: $KUBECONFIG or ~/.kube/config)")
 	fs.StringVar(&hostContext, "host-context", "", "context of the host kubeconfig (default: its current context)")
 	fs.StringVar(&opts.Namespace, "namespace", kubeconfig.DefaultNamespace, "host namespace of the Secret")
-	fs.StringVar(&opts.ServiceAccountNamespace, "service-account-namespace", kubeconfig.DefaultServiceAccountNamespace, "member namespace of the ServiceAccount")
-	fs.StringVar(&opts.ServiceAccountName, "service-account", kubeconfig.DefaultServiceAccountName, "name of the member ServiceAccount")
+	fs.StringVar(&opts.ServiceAccountNamespace, "service-account-namespace", onboard.DefaultServiceAccountNamespace, "member namespace of the ServiceAccount")
+	fs.StringVar(&opts.ServiceAccountName, "service-account", onboard.DefaultServiceAccountName, "name of the member ServiceAccount")
 	fs.StringVar(&rulesPath, "rules", "", "YAML file with the RBAC rules granted to the ServiceAccount")
-	fs.DurationVar(&opts.TokenExpiration, "expiration", kubeconfig.DefaultTokenExpiration, "requested token lifetime")
+	fs.DurationVar(&opts.TokenExpiration, "expiration", onboard.DefaultTokenExpiration, "requested token lifetime")
 	fs.StringVar(&opts.Server, "server", "", "member API server URL as reached from the host (default: from the member kubeconfig)")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -114,7 +116,7 @@ func run(args []string) error {
 	defer stop()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	secret, err := kubeconfig.Register(ctx, memberConfig, host, opts)
+	secret, err := onboard.Cluster(ctx, memberConfig, host, opts)
 	if err != nil {
 		// Errors quote request URLs; the kubeconfigs may put credentials there.
 		return redact.Err(err)

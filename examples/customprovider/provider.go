@@ -4,7 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -54,7 +54,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Lock()
 	if p.started {
 		p.mu.Unlock()
-		return errors.New("directory provider: already started")
+		return fmt.Errorf("directory provider: %w", multicluster.ErrAlreadyStarted)
 	}
 	p.started = true
 	p.mu.Unlock()

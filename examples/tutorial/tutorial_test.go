@@ -24,7 +24,7 @@ import (
 
 	"github.com/mcruntime/multicluster-runtime/internal/testfleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
-	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig/onboard"
 )
 
 // fleet is the package's fleet of real control planes: 0 is the hub that runs
@@ -153,7 +153,7 @@ func registerMember(t *testing.T, host client.Client, ns, name string) {
 	if err := host.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		t.Fatal(err)
 	}
-	_, err := kubeconfig.Register(ctx, fleet.Config(1), host, kubeconfig.RegisterOptions{
+	_, err := onboard.Cluster(ctx, fleet.Config(1), host, onboard.Options{
 		ClusterName: name,
 		Namespace:   ns,
 		Rules:       []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},

@@ -1,5 +1,9 @@
-// Package clusters holds Clusters, the cluster lifecycle that Providers embed:
-// start each cluster with its own context, apply every registered field index
+// Package clusters holds what providers build on. Members publishes desired
+// members (a name, a content hash and how to build the cluster) to the
+// Multi-Cluster Manager's fleet engine (pkg/fleet), which owns their
+// lifecycle; NewCluster builds a cluster with the defaults providers need.
+// Clusters is for providers that hold pre-built clusters and engage them
+// themselves: it starts each cluster with its own context, apply every registered field index
 // before its cache starts, wait (bounded, by notification) for the cache, then
 // engage it; tear it down when removed or replaced, never touching a
 // replacement.

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -264,14 +263,6 @@ func (e *Engine) build(ctx context.Context, build func(context.Context) (cluster
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-}
-
-// AlreadyStarted reports whether err is what a cluster's Start returns when
-// the cluster runs already: the application started it itself, as upstream's
-// examples do with the cluster they hand to a provider. Such a cluster is used
-// as it is.
-func AlreadyStarted(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "already started")
 }
 
 func errOrStopped(err error) error {

@@ -305,7 +305,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.mu.Lock()
 	if e.ctx != nil {
 		e.mu.Unlock()
-		return errors.New("fleet engine: already started")
+		return fmt.Errorf("fleet engine: %w", multicluster.ErrAlreadyStarted)
 	}
 	e.ctx, e.started = ctx, time.Now()
 	context.AfterFunc(ctx, e.stopBase)

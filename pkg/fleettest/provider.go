@@ -2,7 +2,6 @@ package fleettest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -89,7 +88,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Lock()
 	if p.started {
 		p.mu.Unlock()
-		return errors.New("fleettest provider: already started")
+		return fmt.Errorf("fleettest provider: %w", multicluster.ErrAlreadyStarted)
 	}
 	p.started, p.running = true, true
 	runCtx, cancel := context.WithCancel(ctx)

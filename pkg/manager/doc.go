@@ -1,8 +1,10 @@
 // Package manager provides the Multi-Cluster Manager. Import it as mcmanager.
 //
 // The Multi-Cluster Manager wraps a controller-runtime manager for the host
-// cluster and keeps the set of engaged clusters. Providers engage clusters
-// through it; it passes every engagement on to the multicluster.Aware runnables
-// added to it (controllers among them), and replays the current set to those
-// added late, so no cluster is lost to the order of registration.
+// cluster and runs the fleet engine (pkg/fleet), which owns the lifecycle of
+// every cluster. Providers publish desired members to it (SetMember) or hand
+// it clusters they run (Engage); the engine engages every cluster with the
+// multicluster.Aware runnables added to the manager (controllers among them),
+// and replays the current set to those added late, so no cluster is lost to
+// the order of registration.
 package manager

@@ -25,6 +25,12 @@ var ErrClusterNotFound = errors.New("cluster not found")
 // initial list re-enqueues everything once it is back.
 var ErrClusterNotConnected = errors.New("cluster not connected")
 
+// ErrAlreadyStarted is returned, wrapped, by the Start of a provider, an
+// engine or a cluster of this module that runs already. Match it with
+// errors.Is, never by text; fleet.AlreadyStarted also recognises
+// controller-runtime's own answer to a second Start of a cluster.
+var ErrAlreadyStarted = errors.New("already started")
+
 // NotConnectedError returns the error for a disconnected cluster: it matches
 // both ErrClusterNotConnected and ErrClusterNotFound.
 func NotConnectedError(name ClusterName) error { return &notConnectedError{name: name} }

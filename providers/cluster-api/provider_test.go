@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ type env struct {
 	host    client.Client
 	tracker *fleettest.Tracker
 	logs    *fleettest.LogBuffer
+	mgr     mcmanager.Manager
 }
 
 // start creates a namespace on control plane h and runs a manager with a
@@ -48,6 +51,14 @@ func start(t *testing.T, h int, opts capi.Options) *env {
 // startAs is start with the manager running as the identity that identity
 // returns for the test's namespace (nil: the admin).
 func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *rest.Config) *env {
+	t.Helper()
+	e := newEnv(t, h)
+	e.run(t, h, opts, identity)
+	return e
+}
+
+// newEnv creates a namespace on control plane h, deleted when the test ends.
+func newEnv(t *testing.T, h int) *env {
 	t.Helper()
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
@@ -64,8 +75,16 @@ func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *r
 	if err := host.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
-	e := &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), logs: &fleettest.LogBuffer{}}
+	t.Cleanup(func() { _ = host.Delete(context.Background(), ns) })
+	return &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), logs: &fleettest.LogBuffer{}}
+}
 
+// run runs, until the test ends, a manager on control plane h (as identity,
+// or the admin if nil) with a provider built from opts, limited to the
+// namespace.
+func (e *env) run(t *testing.T, h int, opts capi.Options, identity func(ns string) *rest.Config) {
+	t.Helper()
+	ctx := context.Background()
 	opts.Namespaces = []string{e.ns}
 	cfg := fleet.Config(h)
 	if identity != nil {
@@ -90,11 +109,9 @@ func startAs(t *testing.T, h int, opts capi.Options, identity func(ns string) *r
 		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)
 		}
-		_ = host.Delete(context.Background(), ns)
 	})
+	e.mgr = mgr
 	fleettest.RunManager(t, mgr)
-
-	return e
 }
 
 func (e *env) name(cluster string) string { return e.ns + "/" + cluster }
@@ -401,4 +418,26 @@ func TestDeletedSecretDisengages(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// Clusters present at start-up hold the manager's readiness until they are
+// considered: the one that can be engaged is engaged by the time the
+// manager reports ready, and those that cannot (not ready, no Secret) do not
+// hold readiness back.
+func TestReadinessWaitsForTheClustersPresentAtStartup(t *testing.T) {
+	e := newEnv(t, 0)
+	kc := kubeconfig(t, 1, "capi-startup")
+	e.create(t, e.secret("a", kc), e.secret("b", kc))
+	e.cluster(t, "a", true, nil)
+	e.cluster(t, "b", false, nil)
+	e.cluster(t, "c", true, nil) // no Secret
+	e.run(t, 0, capi.Options{}, nil)
+
+	fleettest.Eventually(t, time.Minute, func() error {
+		return e.mgr.(mcmanager.FleetOwner).Fleet().Ready(nil)
+	})
+	got := e.tracker.Engaged()
+	if _, ok := got[e.name("a")]; !ok || len(got) != 1 {
+		t.Fatalf("engaged when the manager turned ready: %v, want only %s", slices.Sorted(maps.Keys(got)), e.name("a"))
+	}
 }

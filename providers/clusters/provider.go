@@ -47,7 +47,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Lock()
 	if p.started {
 		p.mu.Unlock()
-		return errors.New("clusters provider: already started")
+		return fmt.Errorf("clusters provider: %w", multicluster.ErrAlreadyStarted)
 	}
 	p.started = true
 	p.members.Start(ctx, aware, logf.FromContext(ctx).WithName("clusters-provider"))

@@ -46,7 +46,8 @@
 // its directory's ..data link (Secret and ConfigMap volumes): any change in a
 // listed file's directory makes the provider read it again.
 //
-// Cluster lifecycle (start, cache sync, indexes, engagement, teardown) is
-// delegated to pkg/clusters; each cluster being added runs in its own
-// goroutine.
+// The cluster lifecycle (build, start, indexes, cache sync, engagement,
+// probes, replacement, teardown) is the fleet engine's: the provider publishes
+// each cluster's resolved configuration and its hash through
+// pkg/clusters.Members, and every cluster is built and started on its own.
 package file

@@ -204,7 +204,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Lock()
 	if p.started {
 		p.mu.Unlock()
-		return errors.New("file provider: already started")
+		return fmt.Errorf("file provider: %w", multicluster.ErrAlreadyStarted)
 	}
 	p.started = true
 	p.mu.Unlock()

@@ -2,28 +2,25 @@ package kind
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
 
-	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 var (
 	_ multicluster.Provider         = &Provider{}
 	_ multicluster.ProviderRunnable = &Provider{}
+	_ multicluster.ListingProvider  = &Provider{}
 	_ Lister                        = &kindcluster.Provider{}
 )
 
@@ -53,25 +50,21 @@ type Options struct {
 	// before it is built.
 	RESTOptions []func(*rest.Config)
 	// Lister lists the clusters. Default: the kind library, with the
-	// container runtime it detects when the provider starts.
+	// container runtime it detects at the first listing.
 	Lister Lister
 	// Interval is the time between two listings. Default DefaultInterval.
 	Interval time.Duration
 }
 
 // Provider engages the local kind clusters. Pass it to mcmanager.New, which
-// runs it.
+// runs it; it is built on the inventory kit's listing mode. The kind library
+// cannot be interrupted: a listing in progress when the manager stops is
+// waited for.
 type Provider struct {
-	pkgclusters.View // Get, IndexField, ClusterNames
+	*inventory.Kit[client.Object] // Get, IndexField, ClusterNames, Start, Listed
 
-	opts    Options
-	members pkgclusters.Members
-
-	listed     chan struct{} // closed after the first successful listing
-	listedOnce sync.Once
-
-	mu      sync.Mutex
-	running bool
+	opts   Options
+	lister Lister
 }
 
 // New returns a provider for the kind clusters described by opts.
@@ -79,106 +72,48 @@ func New(opts Options) *Provider {
 	if opts.Interval <= 0 {
 		opts.Interval = DefaultInterval
 	}
-	p := &Provider{opts: opts, listed: make(chan struct{})}
-	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
-	p.View = p.members.View()
+	p := &Provider{opts: opts, lister: opts.Lister}
+	p.Kit = inventory.New(inventory.Options[client.Object]{
+		Name: "kind-provider", List: p.list, Interval: opts.Interval, ClusterOptions: opts.ClusterOptions,
+	})
 	return p
 }
 
-// Start lists the clusters every Options.Interval and engages them with
-// aware until ctx ends. The Multi-Cluster Manager calls it. The kind library
-// cannot be interrupted: a listing in progress when ctx ends is waited for.
-func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
-	p.mu.Lock()
-	if p.running {
-		p.mu.Unlock()
-		return errors.New("kind provider: already started")
+// list lists the kind clusters and reads their kubeconfigs. A cluster whose
+// kubeconfig cannot be read or used is logged and keeps its last good one.
+func (p *Provider) list(ctx context.Context) ([]inventory.Desired, error) {
+	if p.lister == nil {
+		p.lister = kindcluster.NewProvider() // detects the container runtime: not in New
 	}
-	p.running = true
-	p.mu.Unlock()
-
-	log := logf.FromContext(ctx).WithName("kind-provider")
-	lister := p.opts.Lister
-	if lister == nil {
-		lister = kindcluster.NewProvider() // detects the container runtime: not in New
-	}
-	runCtx, cancel := context.WithCancel(ctx)
-	defer func() {
-		cancel()
-		p.members.Wait()
-	}()
-	p.members.Start(runCtx, aware, log)
-
-	ticker := time.NewTicker(p.opts.Interval)
-	defer ticker.Stop()
-	for {
-		if p.sync(log, lister) {
-			p.listedOnce.Do(func() { close(p.listed) })
-		}
-		select {
-		case <-ctx.Done():
-			return nil
-		case <-ticker.C:
-		}
-	}
-}
-
-// Listed is closed once the kind clusters have been listed and published
-// (multicluster.ListingProvider): the manager's readiness check waits for it.
-func (p *Provider) Listed() <-chan struct{} { return p.listed }
-
-var _ multicluster.ListingProvider = &Provider{}
-
-// sync makes the members match one listing; false if kind could not list.
-func (p *Provider) sync(log logr.Logger, lister Lister) bool {
-	names, err := lister.List()
+	names, err := p.lister.List()
 	if err != nil {
-		log.Error(err, "Failed to list kind clusters; keeping the clusters found before")
-		return false
+		return nil, fmt.Errorf("listing kind clusters: %w", err)
 	}
-	listed := map[string]bool{}
+	var desired []inventory.Desired
 	for _, name := range names {
 		if !strings.HasPrefix(name, p.opts.Prefix) {
 			continue
 		}
-		listed[name] = true
-		if err := p.set(log, lister, name); err != nil {
-			log.Error(err, "Skipping kind cluster; it keeps its last good configuration, if any", "cluster", name)
+		d, err := p.desire(name)
+		if err != nil {
+			logf.FromContext(ctx).Error(err, "Skipping kind cluster; it keeps its last good configuration, if any", "cluster", name)
 		}
+		desired = append(desired, d)
 	}
-	for _, name := range p.members.Names() {
-		if !listed[name] && p.members.Remove(name) {
-			log.Info("Disengaged cluster: kind no longer lists it", "cluster", name)
-		}
-	}
-	return true
+	return desired, nil
 }
 
-// set wants cluster name to run with its current kubeconfig.
-func (p *Provider) set(log logr.Logger, lister Lister, name string) error {
-	kc, err := lister.KubeConfig(name, false)
+func (p *Provider) desire(name string) (inventory.Desired, error) {
+	kc, err := p.lister.KubeConfig(name, false)
 	if err != nil {
-		return fmt.Errorf("cluster %q: reading its kubeconfig: %w", name, err)
-	}
-	sum := sha256.Sum256([]byte(kc))
-	hash := hex.EncodeToString(sum[:])
-	old, known := p.members.Hash(name)
-	if known && old == hash {
-		return nil
+		return inventory.Desired{Name: name}, fmt.Errorf("cluster %q: reading its kubeconfig: %w", name, err)
 	}
 	cfg, err := clientcmd.RESTConfigFromKubeConfig([]byte(kc))
-	if err != nil {
-		// clientcmd quotes the offending YAML; keep credentials out of logs.
-		return fmt.Errorf("cluster %q: its kubeconfig is malformed", name)
+	if err != nil { // clientcmd quotes the offending YAML: keep credentials out of logs
+		return inventory.Desired{Name: name}, fmt.Errorf("cluster %q: its kubeconfig is malformed", name)
 	}
 	for _, opt := range p.opts.RESTOptions {
 		opt(cfg)
 	}
-	if known {
-		log.Info("Re-creating cluster: its kubeconfig changed (recreated)", "cluster", name)
-	} else {
-		log.Info("Engaging cluster", "cluster", name)
-	}
-	p.members.Set(name, hash, cfg, nil)
-	return nil
+	return inventory.Desired{Name: name, Config: cfg, Hash: inventory.Hash([]byte(kc))}, nil
 }

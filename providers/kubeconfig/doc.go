@@ -8,8 +8,8 @@
 // "kubeconfig" (Options.KubeconfigSecretKey) becomes a cluster named after the
 // Secret. The kubeconfig's current context is used.
 //
-// The provider runs as a controller on the host cluster's manager, registered
-// by SetupWithManager; the Multi-Cluster Manager runs the provider itself:
+// The provider is built on the inventory kit (pkg/inventory): it runs as a
+// controller on the host cluster's manager, registered by SetupWithManager; the Multi-Cluster Manager runs the provider itself:
 //
 //	provider := kubeconfig.New(kubeconfig.Options{Namespace: "fleet-system"})
 //	mgr, err := mcmanager.New(hostConfig, provider, mcmanager.Options{})
@@ -22,11 +22,12 @@
 //     the cluster, or re-creates and re-engages it; a change to the Secret's
 //     metadata alone (annotations, other labels) does nothing;
 //   - deleting the Secret or removing the label disengages the cluster;
-//   - a missing key, a malformed kubeconfig or an unreachable server is
-//     logged and recorded as a Warning Event on the Secret, then retried with
-//     exponential backoff; a cluster already running keeps its last good
-//     configuration meanwhile, and other Secrets are never held up: each
-//     cluster is engaged in its own goroutine;
+//   - a missing key or a malformed kubeconfig is logged and recorded as a
+//     Warning Event on the Secret once per change of the Secret (only a
+//     change can fix it); an unreachable server is recorded as a
+//     ClusterEngageFailed Warning Event and retried by the fleet engine with
+//     backoff; a cluster already running keeps its last good configuration
+//     meanwhile, and other Secrets are never held up;
 //   - credentials never appear in logs, events or errors.
 //
 // Kubeconfigs in Secrets are untrusted: anyone who can write a labelled
@@ -45,8 +46,9 @@
 // Secrets through a cache of its own restricted to the namespace and the
 // label, so other Secrets are neither fetched nor kept in memory.
 //
-// To register a member cluster, run the kubeconfig-secret command
-// (cmd/kubeconfig-secret) or call Register: it creates a ServiceAccount in
-// the member with the RBAC rules you give it, requests a token for it and
-// writes the kubeconfig Secret on the host.
+// To onboard a member cluster, run the kubeconfig-secret command
+// (cmd/kubeconfig-secret) or call onboard.Cluster (package
+// providers/kubeconfig/onboard): it creates a ServiceAccount in the member
+// with the RBAC rules you give it, requests a token for it and writes the
+// kubeconfig Secret on the host.
 package kubeconfig

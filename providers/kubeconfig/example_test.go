@@ -4,9 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
@@ -29,20 +27,4 @@ func ExampleNew() {
 	}
 	_ = setup
 	// Output: 0 multicluster-runtime.io/kubeconfig=true kubeconfig
-}
-
-// Register adds a member to the fleet: a ServiceAccount with read access to
-// ConfigMaps in the member, and its kubeconfig Secret on the host.
-func ExampleRegister() {
-	register := func(ctx context.Context, memberConfig *rest.Config, host client.Client) error {
-		_, err := kubeconfig.Register(ctx, memberConfig, host, kubeconfig.RegisterOptions{
-			ClusterName: "eu-west-1",
-			Namespace:   "fleet-system",
-			Rules: []rbacv1.PolicyRule{{
-				APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"},
-			}},
-		})
-		return err
-	}
-	_ = register
 }

@@ -42,7 +42,7 @@ type Provider struct {
 	log logr.Logger
 
 	mu        sync.Mutex
-	providers map[string]*member
+	providers map[string]*innerProvider
 	indexes   []index
 	ctx       context.Context // the run's, once started
 	fleet     fleetDoor       // where inner providers' clusters go, once started
@@ -55,8 +55,8 @@ type index struct {
 	extract client.IndexerFunc
 }
 
-// member is one inner provider.
-type member struct {
+// innerProvider is one inner provider and its run.
+type innerProvider struct {
 	prefix   string
 	provider multicluster.Provider
 	ready    bool // its indexes are applied: it may start
@@ -75,7 +75,7 @@ func New(opts Options) *Provider {
 	return &Provider{
 		sep:       opts.Separator,
 		log:       logf.Log.WithName("multi-provider"),
-		providers: map[string]*member{},
+		providers: map[string]*innerProvider{},
 		listed:    make(chan struct{}),
 	}
 }
@@ -103,9 +103,9 @@ func (m *Provider) AddProvider(prefix string, p multicluster.Provider) error {
 		m.mu.Unlock()
 		return fmt.Errorf("multi provider: prefix %q: %w", prefix, ErrProviderExists)
 	}
-	mem := &member{prefix: prefix, provider: p}
-	m.providers[prefix] = mem
-	// Indexes registered from now on reach mem through IndexField; these
+	ip := &innerProvider{prefix: prefix, provider: p}
+	m.providers[prefix] = ip
+	// Indexes registered from now on reach ip through IndexField; these
 	// are the ones before it. Each reaches it exactly once.
 	indexes := slices.Clone(m.indexes)
 	ctx := m.ctx
@@ -117,7 +117,7 @@ func (m *Provider) AddProvider(prefix string, p multicluster.Provider) error {
 	for _, idx := range indexes {
 		if err := p.IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
 			m.mu.Lock()
-			if m.providers[prefix] == mem {
+			if m.providers[prefix] == ip {
 				delete(m.providers, prefix)
 			}
 			m.mu.Unlock()
@@ -127,8 +127,8 @@ func (m *Provider) AddProvider(prefix string, p multicluster.Provider) error {
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mem.ready = true
-	m.startLocked(mem)
+	ip.ready = true
+	m.startLocked(ip)
 	return nil
 }
 
@@ -137,13 +137,13 @@ func (m *Provider) AddProvider(prefix string, p multicluster.Provider) error {
 // Removing an unknown prefix does nothing.
 func (m *Provider) RemoveProvider(prefix string) {
 	m.mu.Lock()
-	mem, ok := m.providers[prefix]
+	ip, ok := m.providers[prefix]
 	var cancel context.CancelFunc
 	var done chan struct{}
 	if ok {
 		delete(m.providers, prefix)
-		mem.removed = true
-		cancel, done = mem.cancel, mem.done
+		ip.removed = true
+		cancel, done = ip.cancel, ip.done
 	}
 	m.mu.Unlock()
 	if cancel != nil {
@@ -170,11 +170,11 @@ func (m *Provider) ProviderNames() []string {
 func (m *Provider) GetProvider(prefix string) (multicluster.Provider, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	mem, ok := m.providers[prefix]
+	ip, ok := m.providers[prefix]
 	if !ok {
 		return nil, false
 	}
-	return mem.provider, true
+	return ip.provider, true
 }
 
 // Start starts every runnable inner provider, and those added later, until
@@ -183,7 +183,7 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	m.mu.Lock()
 	if m.ctx != nil {
 		m.mu.Unlock()
-		return errors.New("multi provider: already started")
+		return fmt.Errorf("multi provider: %w", multicluster.ErrAlreadyStarted)
 	}
 	// The fleet engine keeps the one record of the clusters: the manager's,
 	// or one of the multi provider's own for an Aware that is not a
@@ -201,11 +201,11 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 		door = engine
 	}
 	m.ctx, m.fleet = ctx, door
-	var listing []*member
-	for _, mem := range m.providers {
-		m.startLocked(mem)
-		if _, ok := mem.provider.(multicluster.ListingProvider); ok && mem.done != nil {
-			listing = append(listing, mem)
+	var listing []*innerProvider
+	for _, ip := range m.providers {
+		m.startLocked(ip)
+		if _, ok := ip.provider.(multicluster.ListingProvider); ok && ip.done != nil {
+			listing = append(listing, ip)
 		}
 	}
 	m.mu.Unlock()
@@ -215,9 +215,9 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 
 	m.mu.Lock()
 	var running []chan struct{}
-	for _, mem := range m.providers {
-		if mem.done != nil {
-			running = append(running, mem.done)
+	for _, ip := range m.providers {
+		if ip.done != nil {
+			running = append(running, ip.done)
 		}
 	}
 	m.mu.Unlock()
@@ -237,11 +237,11 @@ func (m *Provider) Listed() <-chan struct{} { return m.listed }
 
 // waitListed closes m.listed once every provider of listing has listed or
 // was removed.
-func (m *Provider) waitListed(ctx context.Context, listing []*member) {
-	for _, mem := range listing {
+func (m *Provider) waitListed(ctx context.Context, listing []*innerProvider) {
+	for _, ip := range listing {
 		select {
-		case <-mem.provider.(multicluster.ListingProvider).Listed():
-		case <-mem.ctx.Done(): // removed, or the multi provider stopped
+		case <-ip.provider.(multicluster.ListingProvider).Listed():
+		case <-ip.ctx.Done(): // removed, or the multi provider stopped
 		}
 	}
 	if ctx.Err() == nil {
@@ -249,23 +249,23 @@ func (m *Provider) waitListed(ctx context.Context, listing []*member) {
 	}
 }
 
-// startLocked starts mem if it is ready, the multi provider runs, and it has
+// startLocked starts ip if it is ready, the multi provider runs, and it has
 // not started yet. m.mu is held.
-func (m *Provider) startLocked(mem *member) {
-	if m.ctx == nil || !mem.ready || mem.removed || mem.ctx != nil {
+func (m *Provider) startLocked(ip *innerProvider) {
+	if m.ctx == nil || !ip.ready || ip.removed || ip.ctx != nil {
 		return
 	}
-	mem.ctx, mem.cancel = context.WithCancel(m.ctx)
-	runnable, ok := mem.provider.(multicluster.ProviderRunnable)
+	ip.ctx, ip.cancel = context.WithCancel(m.ctx)
+	runnable, ok := ip.provider.(multicluster.ProviderRunnable)
 	if !ok {
 		return
 	}
-	mem.done = make(chan struct{})
-	aware := &prefixed{member: mem, sep: m.sep, fleet: m.fleet}
-	log := m.log.WithValues("provider", mem.prefix)
+	ip.done = make(chan struct{})
+	aware := &prefixed{inner: ip, sep: m.sep, fleet: m.fleet}
+	log := m.log.WithValues("provider", ip.prefix)
 	go func() {
-		defer close(mem.done)
-		if err := runnable.Start(mem.ctx, aware); err != nil && mem.ctx.Err() == nil {
+		defer close(ip.done)
+		if err := runnable.Start(ip.ctx, aware); err != nil && ip.ctx.Err() == nil {
 			log.Error(err, "Provider stopped")
 		}
 	}()
@@ -279,12 +279,12 @@ func (m *Provider) Get(ctx context.Context, clusterName multicluster.ClusterName
 		return nil, fmt.Errorf("cluster %q: name has no provider prefix (separator %q): %w", clusterName, m.sep, multicluster.ErrClusterNotFound)
 	}
 	m.mu.Lock()
-	mem, ok := m.providers[prefix]
+	ip, ok := m.providers[prefix]
 	m.mu.Unlock()
 	if !ok {
 		return nil, fmt.Errorf("cluster %q: unknown provider prefix %q: %w", clusterName, prefix, multicluster.ErrClusterNotFound)
 	}
-	cl, err := mem.provider.Get(ctx, inner)
+	cl, err := ip.provider.Get(ctx, inner)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", clusterName, err)
 	}
@@ -296,16 +296,16 @@ func (m *Provider) Get(ctx context.Context, clusterName multicluster.ClusterName
 func (m *Provider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	m.mu.Lock()
 	m.indexes = append(m.indexes, index{obj: obj, field: field, extract: extract})
-	members := make([]*member, 0, len(m.providers))
-	for _, mem := range m.providers {
-		members = append(members, mem)
+	inners := make([]*innerProvider, 0, len(m.providers))
+	for _, ip := range m.providers {
+		inners = append(inners, ip)
 	}
 	m.mu.Unlock()
 
 	var errs []error
-	for _, mem := range members {
-		if err := mem.provider.IndexField(ctx, obj, field, extract); err != nil {
-			errs = append(errs, fmt.Errorf("provider %q: indexing %T by %q: %w", mem.prefix, obj, field, err))
+	for _, ip := range inners {
+		if err := ip.provider.IndexField(ctx, obj, field, extract); err != nil {
+			errs = append(errs, fmt.Errorf("provider %q: indexing %T by %q: %w", ip.prefix, obj, field, err))
 		}
 	}
 	return errors.Join(errs...)
@@ -325,24 +325,24 @@ type fleetDoor interface {
 // members are removed by the inner provider when its context ends, which
 // removing it does.
 type prefixed struct {
-	member *member
-	sep    string
-	fleet  fleetDoor
+	inner *innerProvider
+	sep   string
+	fleet fleetDoor
 }
 
 var _ fleetDoor = &prefixed{}
 
-func (p *prefixed) name(inner multicluster.ClusterName) multicluster.ClusterName {
-	return p.member.prefix + p.sep + inner
+func (p *prefixed) name(name multicluster.ClusterName) multicluster.ClusterName {
+	return p.inner.prefix + p.sep + name
 }
 
 func (p *prefixed) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	full := p.name(name)
 	if err := pkgclusters.ValidateClusterName(full); err != nil {
-		return fmt.Errorf("provider %q: %w", p.member.prefix, err)
+		return fmt.Errorf("provider %q: %w", p.inner.prefix, err)
 	}
 	ectx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(p.member.ctx, cancel)
+	stop := context.AfterFunc(p.inner.ctx, cancel)
 	context.AfterFunc(ectx, func() { stop() })
 	if err := p.fleet.Engage(ectx, full, cl); err != nil {
 		cancel()

@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // VirtualNamespace is the namespace in which a virtual cluster's namespaced
@@ -67,7 +69,7 @@ func newVirtualCluster(ctx context.Context, p *Provider, ns string) *virtualClus
 // Start removes when it returns. It may be called once.
 func (vc *virtualCluster) Start(ctx context.Context) error {
 	if !vc.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("cluster %q: already started", vc.name)
+		return fmt.Errorf("cluster %q: %w", vc.name, multicluster.ErrAlreadyStarted)
 	}
 	select {
 	case <-ctx.Done():

@@ -80,7 +80,7 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Lock()
 	if p.started {
 		p.mu.Unlock()
-		return errors.New("namespace provider: already started")
+		return fmt.Errorf("namespace provider: %w", multicluster.ErrAlreadyStarted)
 	}
 	p.started = true
 	p.mu.Unlock()

@@ -16,11 +16,13 @@ import (
 	"k8s.io/client-go/tools/cache"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // Errors that end a fenced context (see context.Cause).
 var (
-	// ErrFenceLost: this replica could not renew its member Lease within
+	// ErrFenceLost: this replica could not renew its replica Lease within
 	// RenewDeadline, or another replica took the fence over.
 	ErrFenceLost = errors.New("sharding: fence lost")
 	// ErrStopping: the coordinator is stopping; the engine should stop the
@@ -33,11 +35,11 @@ var (
 // Coordinator shares a fleet between the replicas of one controller. See the
 // package documentation.
 type Coordinator struct {
-	opts       Options
-	log        logr.Logger
-	leases     coordinationclient.LeaseInterface
-	renewals   coordinationclient.LeaseInterface
-	memberName string
+	opts         Options
+	log          logr.Logger
+	leases       coordinationclient.LeaseInterface
+	renewals     coordinationclient.LeaseInterface
+	replicaLease string
 
 	mu      sync.Mutex
 	started bool
@@ -46,25 +48,25 @@ type Coordinator struct {
 	stopping bool
 	// runCtx is Start's ctx: fenced contexts derive from it.
 	runCtx context.Context
-	// lastRenew is when the last successful renewal of the member Lease was
+	// lastRenew is when the last successful renewal of the replica Lease was
 	// sent: this replica's clusters are its own until lastRenew+RenewDeadline.
 	lastRenew time.Time
 	// active is whether lastRenew is recent enough: it gates Owns and Acquire.
-	active  bool
-	members map[string]*member
-	peers   []peer
-	changed chan struct{}
+	active   bool
+	replicas map[string]*replica
+	peers    []peer
+	changed  chan struct{}
 	// notify is closed (and replaced) on every Lease event and live-set change,
 	// to wake Acquire calls that wait for a fence.
 	notify chan struct{}
 	held   map[string]*fence
 	store  cache.Store
-	// stale are member Leases of replicas silent for staleAfter lease
+	// stale are replica Leases of replicas silent for staleAfter lease
 	// durations, for the loop to delete.
-	stale []member
+	stale []replica
 	// incarnation tells this process from others given the same Identity.
 	incarnation string
-	// foreignRV and foreignSince track the member Lease of this identity as
+	// foreignRV and foreignSince track the replica Lease of this identity as
 	// another process wrote it (see checkForeign).
 	foreignRV    string
 	foreignSince time.Time
@@ -75,19 +77,19 @@ type Coordinator struct {
 	acquiring map[string]int
 	// deadline fires at lastRenew+RenewDeadline.
 	deadline *time.Timer
-	// memberRV is the resourceVersion of our member Lease after our last write.
-	memberRV string
+	// replicaRV is the resourceVersion of our replica Lease after our last write.
+	replicaRV string
 }
 
-// staleAfter is how many lease durations past expiry a silent replica's member
+// staleAfter is how many lease durations past expiry a silent replica's replica
 // Lease is kept before it is deleted.
 const staleAfter = 10
 
-// member is what this replica observed of a peer's member Lease. Expiry is
+// replica is what this replica observed of a peer's replica Lease. Expiry is
 // measured on the local clock from the moment a renewal was *observed*, not from
 // the time written in the Lease, so that clock skew between replicas cannot
 // shorten a peer's lease (the rule client-go's leader election follows).
-type member struct {
+type replica struct {
 	identity   string
 	weight     int
 	renewTime  string
@@ -140,17 +142,17 @@ func New(cfg *rest.Config, opts Options) (*Coordinator, error) {
 		log = logf.Log.WithName("sharding")
 	}
 	return &Coordinator{
-		opts:        opts,
-		log:         log.WithValues("replica", opts.Identity, "group", opts.Name),
-		leases:      cs.Leases(opts.Namespace),
-		renewals:    renewCS.Leases(opts.Namespace),
-		memberName:  leaseName(opts.Name, roleMember, opts.Identity),
-		incarnation: randomHex(8),
-		members:     map[string]*member{},
-		changed:     make(chan struct{}),
-		notify:      make(chan struct{}),
-		held:        map[string]*fence{},
-		acquiring:   map[string]int{},
+		opts:         opts,
+		log:          log.WithValues("replica", opts.Identity, "group", opts.Name),
+		leases:       cs.Leases(opts.Namespace),
+		renewals:     renewCS.Leases(opts.Namespace),
+		replicaLease: leaseName(opts.Name, roleReplica, opts.Identity),
+		incarnation:  randomHex(8),
+		replicas:     map[string]*replica{},
+		changed:      make(chan struct{}),
+		notify:       make(chan struct{}),
+		held:         map[string]*fence{},
+		acquiring:    map[string]int{},
 	}, nil
 }
 
@@ -172,7 +174,7 @@ func (c *Coordinator) MaxDrain() time.Duration {
 
 // Owns reports whether the cluster is assigned to this replica now. It is false
 // before Start has registered this replica and seen its peers, while this
-// replica cannot renew its member Lease, and once it is stopping.
+// replica cannot renew its replica Lease, and once it is stopping.
 func (c *Coordinator) Owns(name string) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -217,15 +219,15 @@ func (c *Coordinator) Changed() <-chan struct{} {
 	return c.changed
 }
 
-// Start registers this replica, follows its peers and renews its member Lease
-// until ctx ends. Then it ends every fenced context, deletes the member Lease
+// Start registers this replica, follows its peers and renews its replica Lease
+// until ctx ends. Then it ends every fenced context, deletes the replica Lease
 // (peers reassign its clusters at once) and waits up to RenewDeadline for the
 // fences to be released. It returns an error if the replica cannot register.
 func (c *Coordinator) Start(ctx context.Context) error {
 	c.mu.Lock()
 	if c.started {
 		c.mu.Unlock()
-		return errors.New("sharding: coordinator already started")
+		return fmt.Errorf("sharding: coordinator %w", multicluster.ErrAlreadyStarted)
 	}
 	c.started = true
 	c.runCtx = ctx
@@ -249,7 +251,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 		c.stopping = true
 		c.signalChangedLocked()
 		c.mu.Unlock()
-		return fmt.Errorf("sharding: registering replica %q in Lease %s/%s: %w", c.opts.Identity, c.opts.Namespace, c.memberName, err)
+		return fmt.Errorf("sharding: registering replica %q in Lease %s/%s: %w", c.opts.Identity, c.opts.Namespace, c.replicaLease, err)
 	}
 	informer := c.newInformer()
 	_ = informer.SetWatchErrorHandler(func(_ *cache.Reflector, err error) {
@@ -292,7 +294,7 @@ func (c *Coordinator) Start(ctx context.Context) error {
 	return nil
 }
 
-// shutdown ends every fenced context, deletes the member Lease and waits up to
+// shutdown ends every fenced context, deletes the replica Lease and waits up to
 // RenewDeadline for the fences to be released.
 func (c *Coordinator) shutdown() {
 	c.mu.Lock()
@@ -306,13 +308,13 @@ func (c *Coordinator) shutdown() {
 	ctx, cancel := context.WithTimeout(context.Background(), c.opts.RenewDeadline)
 	defer cancel()
 	c.mu.Lock()
-	rv := c.memberRV
+	rv := c.replicaRV
 	c.mu.Unlock()
 	// Only our own version: never the Lease of another process with our identity.
 	if rv != "" {
-		err := c.leases.Delete(ctx, c.memberName, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		err := c.leases.Delete(ctx, c.replicaLease, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
 		if err != nil && !apierrors.IsNotFound(err) {
-			c.log.Error(err, "deleting the member Lease failed: peers take over when it expires", "lease", c.memberName)
+			c.log.Error(err, "deleting the replica Lease failed: peers take over when it expires", "lease", c.replicaLease)
 		}
 	}
 	for {

@@ -255,7 +255,7 @@ func TestCutOffReplicaGivesUpBeforePeerTakesOver(t *testing.T) {
 }
 
 // Two processes given the same identity never both run: the second waits while
-// the first renews the member Lease, and starts once the first has left.
+// the first renews the replica Lease, and starts once the first has left.
 func TestSameIdentityRunsOnce(t *testing.T) {
 	opts := timing(2*time.Second, 1500*time.Millisecond, 250*time.Millisecond)
 	first := startReplica(t, "identity", "dup", opts, nil, nil)

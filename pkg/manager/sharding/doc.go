@@ -7,11 +7,13 @@
 // so a replica never starts caches, watches or probes for clusters it does not
 // own.
 //
-// # Membership and assignment
+// # Replicas and assignment
 //
-// Each replica keeps a member Lease on the host cluster
-// ("<Name>-member-<hash of Identity>") and renews it every RetryPeriod. Its
-// peers are the replicas whose member Lease they saw renewed within
+// Each replica keeps a replica Lease on the host cluster
+// ("<Name>-member-<hash of Identity>", labelled with role "member": names
+// kept from earlier releases, so that old and new replicas of a rolling
+// upgrade see each other) and renews it every RetryPeriod. Its
+// peers are the replicas whose replica Lease they saw renewed within
 // LeaseDuration, measured on their own clock from the moment they observed the
 // renewal, so clock skew between replicas does not matter. A cluster is
 // assigned to the peer with the highest weighted rendezvous hash of (replica,
@@ -27,13 +29,13 @@
 // replica also holds the cluster's fence, a Lease "<Name>-fence-<hash of the
 // cluster name>" naming it as holder, for as long as it runs the cluster.
 // Acquire takes the fence only when it is free: released by its previous holder,
-// or held by a replica whose member Lease has not been renewed for
+// or held by a replica whose replica Lease has not been renewed for
 // LeaseDuration. Fences are not renewed one by one: a fence is valid while its
-// holder's member Lease is, so renewing costs one API call per RetryPeriod
+// holder's replica Lease is, so renewing costs one API call per RetryPeriod
 // whatever the number of clusters. Writes use optimistic concurrency, so of two
 // replicas racing for one fence only one wins.
 //
-// A replica that cannot renew its member Lease within RenewDeadline ends every
+// A replica that cannot renew its replica Lease within RenewDeadline ends every
 // fenced context and owns nothing; its peers take its clusters over only after
 // LeaseDuration. The difference, LeaseDuration - RenewDeadline (5s by default),
 // is the time the engine has to stop a cluster after its fenced context ends.
@@ -41,12 +43,12 @@
 //
 // # Hand-off
 //
-// A replica that stops cleanly ends its fenced contexts, deletes its member
+// A replica that stops cleanly ends its fenced contexts, deletes its replica
 // Lease (peers reassign its clusters at once) and waits up to RenewDeadline for
 // the engine to stop the clusters and release their fences; the new owners
 // proceed as soon as each fence is released. A replica that dies releases
-// nothing: its clusters move when its member Lease expires, LeaseDuration
-// after its last renewal plus up to one RetryPeriod. Member Leases of replicas
+// nothing: its clusters move when its replica Lease expires, LeaseDuration
+// after its last renewal plus up to one RetryPeriod. Replica Leases of replicas
 // that died are deleted by their peers after 10 lease durations.
 //
 // # RBAC

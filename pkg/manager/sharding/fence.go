@@ -15,8 +15,8 @@ import (
 
 // Acquire blocks until this replica holds the cluster's fence: a Lease on the
 // host naming this replica, which no other replica takes while this replica
-// renews its member Lease. It proceeds once the previous holder released the
-// fence, or its member Lease was not renewed for LeaseDuration (as this replica
+// renews its replica Lease. It proceeds once the previous holder released the
+// fence, or its replica Lease was not renewed for LeaseDuration (as this replica
 // observed it), or there was no holder.
 //
 // ctx bounds only the wait. The returned fenced context ends when the fence is

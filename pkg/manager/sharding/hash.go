@@ -11,9 +11,10 @@ import (
 const (
 	// LabelGroup holds Options.Name on every Lease of a group.
 	LabelGroup = "sharding.multicluster-runtime.io/group"
-	// LabelRole is "member" on a replica's Lease and "fence" on a cluster's.
+	// LabelRole is "member" on a replica's Lease and "fence" on a cluster's
+	// (see roleReplica).
 	LabelRole = "sharding.multicluster-runtime.io/role"
-	// AnnotationWeight holds a member's weight.
+	// AnnotationWeight holds a replica's weight.
 	AnnotationWeight = "sharding.multicluster-runtime.io/weight"
 	// AnnotationCluster holds the cluster name of a fence (Lease names are hashes,
 	// since cluster names need not be valid object names).
@@ -25,18 +26,21 @@ const (
 	// annotationToken identifies one acquisition of a fence.
 	annotationToken = "sharding.multicluster-runtime.io/token"
 
-	roleMember = "member"
-	roleFence  = "fence"
+	// roleReplica marks a replica's Lease. Its value, and so the Lease names
+	// ("<group>-member-<hash>"), predate the word "replica" and stay as they
+	// are: replicas of both releases share a group during a rolling upgrade.
+	roleReplica = "member"
+	roleFence   = "fence"
 )
 
-// leaseName names a member or fence Lease: the group name, the role, and a hash
+// leaseName names a replica or fence Lease: the group name, the role, and a hash
 // of the identity or cluster name (which may hold any character).
 func leaseName(group, role, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return group + "-" + role + "-" + hex.EncodeToString(sum[:10])
 }
 
-// peer is a live member as assignment sees it.
+// peer is a live replica as assignment sees it.
 type peer struct {
 	identity string
 	weight   int

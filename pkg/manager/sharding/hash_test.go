@@ -5,7 +5,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-	"time"
 )
 
 func names(n int) []string {
@@ -45,32 +44,6 @@ func TestRendezvousWeights(t *testing.T) {
 	for id, want := range map[string]float64{"a": 0.25, "b": 0.25, "c": 0.5} {
 		if got := float64(count[id]) / 8000; math.Abs(got-want) > 0.03 {
 			t.Errorf("%s won %.3f of the clusters, want %.2f", id, got, want)
-		}
-	}
-}
-
-func TestOptionsDefaultsAndValidation(t *testing.T) {
-	o, err := Options{}.withDefaults()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if o.Namespace != DefaultNamespace || o.Name != DefaultName || o.Weight != 1 || o.Identity == "" ||
-		o.LeaseDuration != DefaultLeaseDuration || o.RenewDeadline != DefaultRenewDeadline || o.RetryPeriod != DefaultRetryPeriod {
-		t.Errorf("defaults: %+v", o)
-	}
-	o2, _ := Options{}.withDefaults()
-	if o.Identity == o2.Identity {
-		t.Error("two default identities are equal")
-	}
-	for _, bad := range []Options{
-		{Name: "Not_A_Label"},
-		{Namespace: "a/b"},
-		{Weight: -1},
-		{LeaseDuration: 5 * time.Second, RenewDeadline: 5 * time.Second},
-		{RetryPeriod: 20 * time.Second},
-	} {
-		if _, err := bad.withDefaults(); err == nil || !strings.Contains(err.Error(), "invalid options") {
-			t.Errorf("%+v: err=%v, want invalid options", bad, err)
 		}
 	}
 }

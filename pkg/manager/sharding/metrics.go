@@ -21,7 +21,7 @@ var (
 	}, []string{"group", "event"})
 	renewalFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "multicluster_sharding_renewal_failures_total",
-		Help: "Failed renewals of this replica's member Lease, by sharding group.",
+		Help: "Failed renewals of this replica's replica Lease, by sharding group.",
 	}, []string{"group"})
 )
 

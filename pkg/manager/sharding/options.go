@@ -35,7 +35,7 @@ type Options struct {
 
 	// Identity of this replica; unique among the replicas of the group.
 	// Defaults to the hostname and a random suffix, so a restarted replica is a
-	// new member (its predecessor's fences expire or are released first).
+	// new replica to its peers (its predecessor's fences expire or are released first).
 	Identity string
 
 	// Weight of this replica: it is assigned about Weight/sum(weights) of the
@@ -48,13 +48,13 @@ type Options struct {
 	LeaseDuration time.Duration
 
 	// RenewDeadline is how long this replica keeps its clusters without a
-	// successful renewal of its member Lease. When it passes, every fenced
+	// successful renewal of its replica Lease. When it passes, every fenced
 	// context ends and Owns reports false. It must be shorter than
 	// LeaseDuration; the difference is the time the engine has to stop a
 	// cluster before a peer may take it over. Defaults to 10s.
 	RenewDeadline time.Duration
 
-	// RetryPeriod is the interval between renewals of the member Lease.
+	// RetryPeriod is the interval between renewals of the replica Lease.
 	// Defaults to 2s.
 	RetryPeriod time.Duration
 

@@ -32,7 +32,7 @@ func (c *Coordinator) recomputeLocked(now time.Time) time.Time {
 	if active != c.active {
 		c.active = active
 		if !active && !c.stopping {
-			c.log.Error(nil, "member Lease not renewed within RenewDeadline: giving up every cluster", "renewDeadline", c.opts.RenewDeadline, "fences", len(c.held))
+			c.log.Error(nil, "replica Lease not renewed within RenewDeadline: giving up every cluster", "renewDeadline", c.opts.RenewDeadline, "fences", len(c.held))
 			for _, f := range c.held {
 				if f.ctx.Err() == nil {
 					fenceEvents.WithLabelValues(c.opts.Name, eventLost).Inc()
@@ -43,7 +43,7 @@ func (c *Coordinator) recomputeLocked(now time.Time) time.Time {
 		c.signalChangedLocked()
 	}
 	peers := []peer{{identity: c.opts.Identity, weight: c.opts.Weight}}
-	for id, m := range c.members {
+	for id, m := range c.replicas {
 		if id == c.opts.Identity {
 			continue
 		}
@@ -54,11 +54,11 @@ func (c *Coordinator) recomputeLocked(now time.Time) time.Time {
 				peers = append(peers, peer{identity: id, weight: m.weight})
 			}
 		} else if now.After(expiry.Add(staleAfter * c.opts.LeaseDuration)) {
-			// Long gone: forget it, and delete the member Lease a crashed replica
+			// Long gone: forget it, and delete the replica Lease a crashed replica
 			// left behind (a replica that comes back recreates its own).
-			delete(c.members, id)
+			delete(c.replicas, id)
 			if !m.deleted {
-				c.stale = append(c.stale, member{identity: id, rv: m.rv})
+				c.stale = append(c.stale, replica{identity: id, rv: m.rv})
 			}
 		}
 	}
@@ -101,18 +101,18 @@ func (c *Coordinator) holderValidLocked(identity string, now time.Time) (bool, t
 	if identity == c.opts.Identity {
 		return true, time.Time{}
 	}
-	m, ok := c.members[identity]
+	m, ok := c.replicas[identity]
 	if !ok {
-		// A holder we have never seen (it left before we started, or its member
+		// A holder we have never seen (it left before we started, or its replica
 		// Lease was deleted by hand): give it a full LeaseDuration from now.
-		m = &member{identity: identity, observedAt: now, deleted: true}
-		c.members[identity] = m
+		m = &replica{identity: identity, observedAt: now, deleted: true}
+		c.replicas[identity] = m
 	}
 	expiry := m.observedAt.Add(c.opts.LeaseDuration)
 	return now.Before(expiry), expiry
 }
 
-// newInformer watches the group's Leases (members and fences: one watch).
+// newInformer watches the group's Leases (replicas and fences: one watch).
 func (c *Coordinator) newInformer() cache.SharedIndexInformer {
 	selector := labels.SelectorFromSet(labels.Set{LabelGroup: c.opts.Name}).String()
 	lw := &cache.ListWatch{
@@ -152,7 +152,7 @@ func (c *Coordinator) observe(obj any, deleted bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch lease.Labels[LabelRole] {
-	case roleMember:
+	case roleReplica:
 		id := ptr.Deref(lease.Spec.HolderIdentity, "")
 		if id == "" || id == c.opts.Identity {
 			return
@@ -161,10 +161,10 @@ func (c *Coordinator) observe(obj any, deleted bool) {
 		if lease.Spec.RenewTime != nil {
 			renew = lease.Spec.RenewTime.UTC().String()
 		}
-		m, ok := c.members[id]
+		m, ok := c.replicas[id]
 		if !ok {
-			m = &member{identity: id, observedAt: now}
-			c.members[id] = m
+			m = &replica{identity: id, observedAt: now}
+			c.replicas[id] = m
 		}
 		if deleted {
 			m.deleted = true // stays a fence holder until observedAt+LeaseDuration

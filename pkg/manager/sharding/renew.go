@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// join creates the member Lease, retrying every RetryPeriod for up to
+// join creates the replica Lease, retrying every RetryPeriod for up to
 // RenewDeadline: a short outage at start-up is not fatal, a lasting one (such as
 // missing RBAC) is reported.
 func (c *Coordinator) join(ctx context.Context) error {
@@ -30,7 +30,7 @@ func (c *Coordinator) join(ctx context.Context) error {
 		} else if time.Now().Add(c.opts.RetryPeriod).After(giveUp) {
 			return err
 		}
-		c.log.Error(err, "registering this replica failed; retrying", "lease", c.memberName)
+		c.log.Error(err, "registering this replica failed; retrying", "lease", c.replicaLease)
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -39,7 +39,7 @@ func (c *Coordinator) join(ctx context.Context) error {
 	}
 }
 
-// loop renews the member Lease every RetryPeriod and re-evaluates expiries when
+// loop renews the replica Lease every RetryPeriod and re-evaluates expiries when
 // they fall due.
 func (c *Coordinator) loop(ctx context.Context) {
 	renewAt := time.Now().Add(c.opts.RetryPeriod)
@@ -56,7 +56,7 @@ func (c *Coordinator) loop(ctx context.Context) {
 			rctx, cancel := context.WithTimeout(ctx, c.opts.RenewDeadline/2)
 			if err := c.renew(rctx); err != nil && ctx.Err() == nil {
 				renewalFailures.WithLabelValues(c.opts.Name).Inc()
-				c.log.Error(err, "renewing the member Lease failed", "lease", c.memberName)
+				c.log.Error(err, "renewing the replica Lease failed", "lease", c.replicaLease)
 			}
 			cancel()
 			renewAt = time.Now().Add(c.opts.RetryPeriod)
@@ -76,26 +76,26 @@ func (c *Coordinator) loop(ctx context.Context) {
 	}
 }
 
-// deleteStale deletes the member Lease of a replica that has been silent for
+// deleteStale deletes the replica Lease of a replica that has been silent for
 // long, unless it renewed meanwhile.
-func (c *Coordinator) deleteStale(ctx context.Context, m member) {
+func (c *Coordinator) deleteStale(ctx context.Context, m replica) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RenewDeadline/2)
 	defer cancel()
-	name := leaseName(c.opts.Name, roleMember, m.identity)
+	name := leaseName(c.opts.Name, roleReplica, m.identity)
 	err := c.leases.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &m.rv}})
 	switch {
 	case err == nil:
-		c.log.Info("deleted the member Lease of a replica silent for long", "peer", m.identity, "lease", name)
+		c.log.Info("deleted the replica Lease of a replica silent for long", "peer", m.identity, "lease", name)
 	case !apierrors.IsNotFound(err) && !apierrors.IsConflict(err):
-		c.log.Error(err, "deleting a stale member Lease failed", "peer", m.identity, "lease", name)
+		c.log.Error(err, "deleting a stale replica Lease failed", "peer", m.identity, "lease", name)
 	}
 }
 
-// errIdentityInUse: the member Lease of this identity is renewed by another
+// errIdentityInUse: the replica Lease of this identity is renewed by another
 // process (a duplicate Identity, or this replica's previous incarnation).
-var errIdentityInUse = errors.New("sharding: member Lease renewed by another process with the same identity")
+var errIdentityInUse = errors.New("sharding: replica Lease renewed by another process with the same identity")
 
-// checkForeign allows taking over a member Lease of this identity written by
+// checkForeign allows taking over a replica Lease of this identity written by
 // another process only once that process has been silent for LeaseDuration (as
 // observed here): a restarted replica with a stable identity waits for its
 // previous incarnation to have given its clusters up, and two processes given
@@ -111,24 +111,24 @@ func (c *Coordinator) checkForeign(cur *coordinationv1.Lease) error {
 		c.foreignRV, c.foreignSince = cur.ResourceVersion, now
 	}
 	if wait := c.foreignSince.Add(c.opts.LeaseDuration).Sub(now); wait > 0 {
-		return fmt.Errorf("%w: Lease %s/%s, taking it over if it stays silent for %s", errIdentityInUse, c.opts.Namespace, c.memberName, wait.Round(time.Millisecond))
+		return fmt.Errorf("%w: Lease %s/%s, taking it over if it stays silent for %s", errIdentityInUse, c.opts.Namespace, c.replicaLease, wait.Round(time.Millisecond))
 	}
 	return nil
 }
 
-// renew writes the member Lease (creating it if needed) and records when the
+// renew writes the replica Lease (creating it if needed) and records when the
 // request was sent.
 func (c *Coordinator) renew(ctx context.Context) error {
 	sent := time.Now()
 	c.mu.Lock()
-	rv := c.memberRV
+	rv := c.replicaRV
 	c.mu.Unlock()
 	lease := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            c.memberName,
+			Name:            c.replicaLease,
 			Namespace:       c.opts.Namespace,
 			ResourceVersion: rv,
-			Labels:          map[string]string{LabelGroup: c.opts.Name, LabelRole: roleMember},
+			Labels:          map[string]string{LabelGroup: c.opts.Name, LabelRole: roleReplica},
 			Annotations:     map[string]string{AnnotationWeight: strconv.Itoa(c.opts.Weight), annotationIncarnation: c.incarnation},
 		},
 		Spec: coordinationv1.LeaseSpec{
@@ -143,7 +143,7 @@ func (c *Coordinator) renew(ctx context.Context) error {
 		out, err = c.renewals.Create(ctx, lease, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
 			var cur *coordinationv1.Lease
-			if cur, err = c.renewals.Get(ctx, c.memberName, metav1.GetOptions{}); err == nil {
+			if cur, err = c.renewals.Get(ctx, c.replicaLease, metav1.GetOptions{}); err == nil {
 				if err = c.checkForeign(cur); err == nil {
 					lease.ResourceVersion = cur.ResourceVersion
 					out, err = c.renewals.Update(ctx, lease, metav1.UpdateOptions{})
@@ -157,11 +157,11 @@ func (c *Coordinator) renew(ctx context.Context) error {
 	defer c.mu.Unlock()
 	if err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			c.memberRV = "" // deleted or changed by someone else: recreate or re-read next time
+			c.replicaRV = "" // deleted or changed by someone else: recreate or re-read next time
 		}
 		return err
 	}
-	c.memberRV = out.ResourceVersion
+	c.replicaRV = out.ResourceVersion
 	c.lastRenew = sent
 	if c.deadline != nil {
 		c.deadline.Reset(time.Until(sent.Add(c.opts.RenewDeadline)))

@@ -2,26 +2,24 @@ package kubeconfig_test
 
 import (
 	"context"
-	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcruntime/multicluster-runtime/internal/mctest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig/onboard"
 )
 
-func TestRegisterEngagesWithAServiceAccountToken(t *testing.T) {
+func TestOnboardedClusterEngagesWithAServiceAccountToken(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
-	opts := kubeconfig.RegisterOptions{
+	opts := onboard.Options{
 		ClusterName:        "registered",
 		Namespace:          e.ns,
 		ServiceAccountName: "reader-" + e.ns,
@@ -29,7 +27,7 @@ func TestRegisterEngagesWithAServiceAccountToken(t *testing.T) {
 			APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"},
 		}},
 	}
-	if _, err := kubeconfig.Register(ctx, fleet.Config(2), e.host, opts); err != nil {
+	if _, err := onboard.Cluster(ctx, fleet.Config(2), e.host, opts); err != nil {
 		t.Fatal(err)
 	}
 	first := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
@@ -42,7 +40,7 @@ func TestRegisterEngagesWithAServiceAccountToken(t *testing.T) {
 
 	// Registering again rotates the token: the Secret changes and the cluster
 	// is re-created with the new credentials.
-	if _, err := kubeconfig.Register(ctx, fleet.Config(2), e.host, opts); err != nil {
+	if _, err := onboard.Cluster(ctx, fleet.Config(2), e.host, opts); err != nil {
 		t.Fatal(err)
 	}
 	e.tracker.WaitDisengaged(t, first["registered"])
@@ -63,31 +61,9 @@ func TestRegisterEngagesWithAServiceAccountToken(t *testing.T) {
 	}
 }
 
-func TestRegisterRefusesBadOptionsBeforeCreatingAnything(t *testing.T) {
-	ctx := context.Background()
-	for name, opts := range map[string]kubeconfig.RegisterOptions{
-		"negative expiration": {ClusterName: "x", TokenExpiration: -time.Hour},
-		"http server":         {ClusterName: "x", Server: "http://10.0.0.1:6443"},
-		"not a url":           {ClusterName: "x", Server: "10.0.0.1:6443"},
-		"server credentials":  {ClusterName: "x", Server: "https://admin:pl4nted@10.0.0.1:6443"},
-		"bad cluster name":    {ClusterName: "Bad_Name\n"},
-	} {
-		// A member that does not exist: validation must fail before any call.
-		unreachable := &rest.Config{Host: "https://127.0.0.1:1"}
-		_, err := kubeconfig.Register(ctx, unreachable, nil, opts)
-		if err == nil {
-			t.Errorf("%s: accepted", name)
-			continue
-		}
-		if strings.Contains(err.Error(), "127.0.0.1:1") || strings.Contains(err.Error(), "pl4nted") {
-			t.Errorf("%s: failed later than validation, or leaked: %v", name, err)
-		}
-	}
-}
-
-// When the host-side write fails, what Register created in the member is
+// When the host-side write fails, what onboard.Cluster created in the member is
 // deleted, and the token it requested is revoked with its binding.
-func TestRegisterCleansUpWhenTheHostWriteFails(t *testing.T) {
+func TestOnboardCleansUpWhenTheHostWriteFails(t *testing.T) {
 	e := start(t)
 	ctx := context.Background()
 	member, err := client.New(fleet.Config(1), client.Options{})
@@ -100,9 +76,9 @@ func TestRegisterCleansUpWhenTheHostWriteFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	saNS := "reg-" + e.ns
-	opts := kubeconfig.RegisterOptions{ClusterName: "cleanup", Namespace: e.ns, ServiceAccountNamespace: saNS, ServiceAccountName: "fleet"}
-	if _, err := kubeconfig.Register(ctx, fleet.Config(1), readOnlyHost, opts); !apierrors.IsForbidden(err) {
-		t.Fatalf("Register with a read-only host: %v, want Forbidden", err)
+	opts := onboard.Options{ClusterName: "cleanup", Namespace: e.ns, ServiceAccountNamespace: saNS, ServiceAccountName: "fleet"}
+	if _, err := onboard.Cluster(ctx, fleet.Config(1), readOnlyHost, opts); !apierrors.IsForbidden(err) {
+		t.Fatalf("onboarding with a read-only host: %v, want Forbidden", err)
 	}
 	gone := func(obj client.Object) bool {
 		err := member.Get(ctx, client.ObjectKeyFromObject(obj), obj)
@@ -124,15 +100,15 @@ func TestRegisterCleansUpWhenTheHostWriteFails(t *testing.T) {
 	// only the token it requested: one token binding remains, the working one.
 	opts.ServiceAccountNamespace = saNS + "-b"
 	opts.Rules = []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list"}}}
-	if _, err := kubeconfig.Register(ctx, fleet.Config(1), e.host, opts); err != nil {
+	if _, err := onboard.Cluster(ctx, fleet.Config(1), e.host, opts); err != nil {
 		t.Fatal(err)
 	}
 	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"cleanup": 1})
-	if _, err := kubeconfig.Register(ctx, fleet.Config(1), readOnlyHost, opts); !apierrors.IsForbidden(err) {
-		t.Fatalf("Register with a read-only host: %v, want Forbidden", err)
+	if _, err := onboard.Cluster(ctx, fleet.Config(1), readOnlyHost, opts); !apierrors.IsForbidden(err) {
+		t.Fatalf("onboarding with a read-only host: %v, want Forbidden", err)
 	}
 	var bindings corev1.SecretList
-	if err := member.List(ctx, &bindings, client.InNamespace(opts.ServiceAccountNamespace), client.HasLabels{kubeconfig.TokenBindingLabel}); err != nil {
+	if err := member.List(ctx, &bindings, client.InNamespace(opts.ServiceAccountNamespace), client.HasLabels{onboard.TokenBindingLabel}); err != nil {
 		t.Fatal(err)
 	}
 	live := 0

@@ -1,4 +1,4 @@
-package kubeconfig
+package onboard
 
 import (
 	"context"
@@ -23,30 +23,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	"github.com/mcruntime/multicluster-runtime/internal/redact"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
 
 const (
-	// DefaultServiceAccountNamespace is the member namespace Register creates
+	// DefaultServiceAccountNamespace is the member namespace Cluster creates
 	// the ServiceAccount in.
 	DefaultServiceAccountNamespace = "multicluster-runtime"
-	// DefaultServiceAccountName is the name of the ServiceAccount Register creates.
+	// DefaultServiceAccountName is the name of the ServiceAccount Cluster creates.
 	DefaultServiceAccountName = "multicluster-runtime"
-	// DefaultTokenExpiration is the lifetime Register requests for the token.
-	// The member's API server may grant less; register again to rotate.
+	// DefaultTokenExpiration is the lifetime Cluster requests for the token.
+	// The member's API server may grant less; onboard again to rotate.
 	DefaultTokenExpiration = 365 * 24 * time.Hour
-	// TokenBindingLabel marks the member Secrets that Register binds its
+	// TokenBindingLabel marks the member Secrets that Cluster binds its
 	// tokens to; the value is the ServiceAccount's name. Deleting one revokes
 	// the token bound to it.
 	TokenBindingLabel = "multicluster-runtime.io/token-binding"
 )
 
-// RegisterOptions configure Register.
-type RegisterOptions struct {
+// Options configure Cluster.
+type Options struct {
 	// ClusterName names the cluster, and so the Secret on the host. Required.
 	ClusterName string
-	// Namespace is the host namespace of the Secret. Defaults to DefaultNamespace.
+	// Namespace is the host namespace of the Secret. Defaults to kubeconfig.DefaultNamespace.
 	Namespace string
-	// KubeconfigSecretLabel and KubeconfigSecretKey default to the provider's defaults.
+	// KubeconfigSecretLabel and KubeconfigSecretKey default to the kubeconfig provider's defaults.
 	KubeconfigSecretLabel string
 	KubeconfigSecretKey   string
 
@@ -71,31 +72,31 @@ type RegisterOptions struct {
 
 // Validate refuses options that would write an unusable or surprising Secret,
 // before anything is created.
-func (o *RegisterOptions) Validate() error {
+func (o *Options) Validate() error {
 	if o.ClusterName == "" {
-		return errors.New("kubeconfig register: ClusterName is required")
+		return errors.New("onboard: ClusterName is required")
 	}
 	if errs := validation.IsDNS1123Subdomain(o.ClusterName); len(errs) > 0 {
-		return fmt.Errorf("kubeconfig register: ClusterName %q names the Secret and must be a DNS subdomain: %s", o.ClusterName, strings.Join(errs, "; "))
+		return fmt.Errorf("onboard: ClusterName %q names the Secret and must be a DNS subdomain: %s", o.ClusterName, strings.Join(errs, "; "))
 	}
 	if o.TokenExpiration < 0 {
-		return fmt.Errorf("kubeconfig register: TokenExpiration %s must be positive", o.TokenExpiration)
+		return fmt.Errorf("onboard: TokenExpiration %s must be positive", o.TokenExpiration)
 	}
 	if o.Server != "" {
 		u, err := url.Parse(o.Server)
 		switch {
 		case err != nil:
-			return fmt.Errorf("kubeconfig register: Server %q is not a URL", redact.URL(o.Server))
+			return fmt.Errorf("onboard: Server %q is not a URL", redact.URL(o.Server))
 		case u.Scheme != "https" || u.Host == "":
-			return fmt.Errorf("kubeconfig register: Server %q must be an https URL with a host", redact.URL(o.Server))
+			return fmt.Errorf("onboard: Server %q must be an https URL with a host", redact.URL(o.Server))
 		case u.User != nil || u.RawQuery != "" || u.Fragment != "":
-			return fmt.Errorf("kubeconfig register: Server %q must not carry credentials, a query or a fragment", redact.URL(o.Server))
+			return fmt.Errorf("onboard: Server %q must not carry credentials, a query or a fragment", redact.URL(o.Server))
 		}
 	}
 	return nil
 }
 
-// Register makes a member cluster part of the fleet: in the member (reached
+// Cluster makes a cluster a member of the fleet: in the member (reached
 // with memberConfig, which needs rights to manage namespaces, ServiceAccounts
 // and RBAC) it creates a ServiceAccount with the given rules and requests a
 // token for it; on the host it creates or updates the labelled Secret holding
@@ -104,13 +105,13 @@ func (o *RegisterOptions) Validate() error {
 //
 // The token is bound to a Secret created in the member for this registration
 // (in the ServiceAccount's namespace, owned by the ServiceAccount): if a
-// later step fails, Register deletes that Secret, which revokes the token, and
+// later step fails, Cluster deletes that Secret, which revokes the token, and
 // every other object it created in this call.
-func Register(ctx context.Context, memberConfig *rest.Config, host client.Client, opts RegisterOptions) (_ *corev1.Secret, err error) {
+func Cluster(ctx context.Context, memberConfig *rest.Config, host client.Client, opts Options) (_ *corev1.Secret, err error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	setRegisterDefaults(&opts)
+	setDefaults(&opts)
 	member, err := client.New(memberConfig, client.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: connecting to the member: %w", opts.ClusterName, err)
@@ -125,7 +126,7 @@ func Register(ctx context.Context, memberConfig *rest.Config, host client.Client
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", opts.ClusterName, err)
 	}
-	kubeconfig, err := tokenKubeconfig(memberConfig, opts, token)
+	kc, err := tokenKubeconfig(memberConfig, opts, token)
 	if err != nil {
 		return nil, fmt.Errorf("cluster %q: %w", opts.ClusterName, err)
 	}
@@ -139,7 +140,7 @@ func Register(ctx context.Context, memberConfig *rest.Config, host client.Client
 		if secret.Data == nil {
 			secret.Data = map[string][]byte{}
 		}
-		secret.Data[opts.KubeconfigSecretKey] = kubeconfig
+		secret.Data[opts.KubeconfigSecretKey] = kc
 		return nil
 	}); err != nil {
 		return nil, fmt.Errorf("cluster %q: writing Secret %s/%s on the host: %w", opts.ClusterName, opts.Namespace, opts.ClusterName, err)
@@ -147,11 +148,11 @@ func Register(ctx context.Context, memberConfig *rest.Config, host client.Client
 	return secret, nil
 }
 
-// cleanupTimeout bounds the clean-up after a failed registration, which runs
-// even when the registration's context is done.
+// cleanupTimeout bounds the clean-up after a failed onboarding, which runs
+// even when the onboarding's context is done.
 const cleanupTimeout = 30 * time.Second
 
-// cleanup deletes what a failed registration created in the member, newest
+// cleanup deletes what a failed onboarding created in the member, newest
 // first: the token binding first, which revokes the token.
 func cleanup(member client.Client, created []client.Object) error {
 	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
@@ -166,15 +167,15 @@ func cleanup(member client.Client, created []client.Object) error {
 	return errors.Join(errs...)
 }
 
-func setRegisterDefaults(opts *RegisterOptions) {
+func setDefaults(opts *Options) {
 	if opts.Namespace == "" {
-		opts.Namespace = DefaultNamespace
+		opts.Namespace = kubeconfig.DefaultNamespace
 	}
 	if opts.KubeconfigSecretLabel == "" {
-		opts.KubeconfigSecretLabel = DefaultKubeconfigSecretLabel
+		opts.KubeconfigSecretLabel = kubeconfig.DefaultKubeconfigSecretLabel
 	}
 	if opts.KubeconfigSecretKey == "" {
-		opts.KubeconfigSecretKey = DefaultKubeconfigSecretKey
+		opts.KubeconfigSecretKey = kubeconfig.DefaultKubeconfigSecretKey
 	}
 	if opts.ServiceAccountNamespace == "" {
 		opts.ServiceAccountNamespace = DefaultServiceAccountNamespace
@@ -190,7 +191,7 @@ func setRegisterDefaults(opts *RegisterOptions) {
 // serviceAccountToken creates the member's ServiceAccount and RBAC and
 // returns a fresh token for it.
 // Every object it creates is appended to created.
-func serviceAccountToken(ctx context.Context, member client.Client, opts RegisterOptions, created *[]client.Object) (string, error) {
+func serviceAccountToken(ctx context.Context, member client.Client, opts Options, created *[]client.Object) (string, error) {
 	createIfMissing := func(obj client.Object) error {
 		err := member.Create(ctx, obj)
 		if err == nil {
@@ -264,7 +265,7 @@ func serviceAccountToken(ctx context.Context, member client.Client, opts Registe
 }
 
 // tokenKubeconfig writes a kubeconfig for the member with the token.
-func tokenKubeconfig(member *rest.Config, opts RegisterOptions, token string) ([]byte, error) {
+func tokenKubeconfig(member *rest.Config, opts Options, token string) ([]byte, error) {
 	server := opts.Server
 	if server == "" {
 		server = member.Host

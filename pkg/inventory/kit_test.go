@@ -1,0 +1,206 @@
+package inventory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+func TestObjectsAreEngagedReplacedAndWithdrawn(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	e.put(t, "a", map[string]string{"cluster": "one", "member": "1"})
+	e.put(t, "b", map[string]string{"cluster": "two", "member": "2"})
+	expect(t, e, map[multicluster.ClusterName]int{"one": 1, "two": 2})
+	fleettest.Eventually(t, fleettest.DefaultTimeout, func() error {
+		if e.events(t, "a", inventory.ReasonEngaged) == 0 {
+			return errors.New("no ClusterEngaged Event on ConfigMap a")
+		}
+		return nil
+	})
+
+	e.put(t, "a", map[string]string{"cluster": "one", "member": "2"}) // new content: rebuilt
+	e.put(t, "b", map[string]string{"withdraw": "test says so"})
+	expect(t, e, map[multicluster.ClusterName]int{"one": 2})
+	e.put(t, "a", map[string]string{"cluster": "three", "member": "2"}) // renamed: the old name goes
+	expect(t, e, map[multicluster.ClusterName]int{"three": 2})
+	e.remove(t, "a")
+	expect(t, e, map[multicluster.ClusterName]int{})
+}
+
+func TestOneNameOneSource(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	e.put(t, "first", map[string]string{"cluster": "shared", "member": "1"})
+	expect(t, e, map[multicluster.ClusterName]int{"shared": 1})
+	e.put(t, "second", map[string]string{"cluster": "shared", "member": "2"})
+	fleettest.Eventually(t, fleettest.DefaultTimeout, func() error {
+		if e.events(t, "second", inventory.ReasonDuplicateName) == 0 {
+			return errors.New("no DuplicateClusterName Event on the second ConfigMap")
+		}
+		return nil
+	})
+	expect(t, e, map[multicluster.ClusterName]int{"shared": 1}) // the first keeps it
+	if key, ok := e.kit.SourceOf("shared"); !ok || key.Name != "first" {
+		t.Errorf("SourceOf(shared) = %v, %v; want the first ConfigMap", key, ok)
+	}
+
+	e.remove(t, "first") // lets go: the waiting one takes the name
+	expect(t, e, map[multicluster.ClusterName]int{"shared": 2})
+	if key, _ := e.kit.SourceOf("shared"); key.Name != "second" {
+		t.Errorf("SourceOf(shared) = %v; want the second ConfigMap", key)
+	}
+}
+
+func TestTerminalProblemIsReportedOncePerChange(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	e.put(t, "broken", map[string]string{"refuse": "no good"})
+	fleettest.Eventually(t, fleettest.DefaultTimeout, func() error {
+		if e.events(t, "broken", reasonRefused) == 0 {
+			return errors.New("no Event for the refused ConfigMap")
+		}
+		return nil
+	})
+	// A related object's changes reconcile the unchanged ConfigMap again.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "related", Labels: map[string]string{testLabel: "true"}},
+		Data: map[string][]byte{"owner": []byte("broken")}}
+	if err := e.host.Create(context.Background(), secret); err != nil {
+		t.Fatal(err)
+	}
+	before := e.calls("broken")
+	for i := range 3 {
+		secret.Data["n"] = []byte(fmt.Sprint(i))
+		if err := e.host.Update(context.Background(), secret); err != nil {
+			t.Fatal(err)
+		}
+		fleettest.Eventually(t, fleettest.DefaultTimeout, func() error {
+			if e.calls("broken") < before+i+1 {
+				return errors.New("the related Secret's change did not reconcile its ConfigMap")
+			}
+			return nil
+		})
+	}
+	if n := e.events(t, "broken", reasonRefused); n != 1 {
+		t.Errorf("%d Events for one unchanged refused ConfigMap reconciled %d times; want 1", n, e.calls("broken"))
+	}
+	e.put(t, "broken", map[string]string{"refuse": "still no good"}) // a change: reported again
+	fleettest.Eventually(t, fleettest.DefaultTimeout, func() error {
+		if n := e.events(t, "broken", reasonRefused); n != 2 {
+			return fmt.Errorf("%d Events after the ConfigMap changed; want 2", n)
+		}
+		return nil
+	})
+}
+
+func TestInvalidNamesAreRefused(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	e.put(t, "hostile", map[string]string{"cluster": "evil\nname", "member": "1"})
+	e.put(t, "fine", map[string]string{"cluster": "fine", "member": "1"})
+	expect(t, e, map[multicluster.ClusterName]int{"fine": 1})
+	fleettest.Eventually(t, fleettest.DefaultTimeout, func() error {
+		if e.events(t, "hostile", inventory.ReasonInvalidName) == 0 {
+			return errors.New("no InvalidClusterName Event on the hostile ConfigMap")
+		}
+		return nil
+	})
+}
+
+func TestListedWaitsForTheObjectsPresentAtStart(t *testing.T) {
+	e := newEnv(t)
+	names := []string{"p1", "p2", "p3", "p4"}
+	for i, name := range names {
+		e.put(t, name, map[string]string{"cluster": name, "member": fmt.Sprint(1 + i%2)})
+	}
+	e.put(t, "p5", map[string]string{"refuse": "counted too"})
+	e.start(t)
+	select {
+	case <-e.kit.Listed():
+	case <-time.After(fleettest.DefaultTimeout):
+		t.Fatal("Listed not closed")
+	}
+	for _, name := range append(names, "p5") {
+		if e.calls(name) == 0 {
+			t.Errorf("Listed closed before ConfigMap %s was considered", name)
+		}
+	}
+}
+
+func TestListedWithAnEmptyInventory(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	select {
+	case <-e.kit.Listed():
+	case <-time.After(fleettest.DefaultTimeout):
+		t.Fatal("Listed not closed for an empty inventory")
+	}
+}
+
+func TestStartRefusedTwiceOrWithoutSetup(t *testing.T) {
+	e := newEnv(t)
+	if err := e.kit.Start(context.Background(), fleettest.NewTracker()); err == nil {
+		t.Error("Start before SetupWithManager succeeded; want an error")
+	}
+}
+
+// listed is an inventory for the kit's listing mode.
+type listed struct {
+	desired []inventory.Desired
+	err     error
+}
+
+func TestListingMode(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	inv := make(chan listed, 1)
+	last := listed{}
+	kit := inventory.New(inventory.Options[client.Object]{
+		Name:     "inventory-test-listing",
+		Interval: 20 * time.Millisecond,
+		List: func(context.Context) ([]inventory.Desired, error) {
+			select {
+			case last = <-inv:
+			default:
+			}
+			return last.desired, last.err
+		},
+	})
+	tr := fleettest.NewTracker()
+	done := make(chan error, 1)
+	go func() { done <- kit.Start(ctx, tr) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	want := func(w map[multicluster.ClusterName]int) { t.Helper(); fleettest.ExpectEngaged(t, tr, w) }
+
+	inv <- listed{desired: []inventory.Desired{
+		{Name: "a", Config: fleet.Config(1), Hash: "1"}, {Name: "b", Config: fleet.Config(2), Hash: "2"},
+	}}
+	want(map[multicluster.ClusterName]int{"a": 1, "b": 2})
+	<-kit.Listed()
+	inv <- listed{err: errors.New("inventory unreachable")} // a failed listing keeps everything
+	fleettest.Consistently(t, 200*time.Millisecond, func() error {
+		if n := len(tr.Engaged()); n != 2 {
+			return fmt.Errorf("%d clusters engaged after a failed listing; want 2", n)
+		}
+		return nil
+	})
+	inv <- listed{desired: []inventory.Desired{{Name: "a"}}} // a unreadable this time: kept; b gone
+	want(map[multicluster.ClusterName]int{"a": 1})
+	inv <- listed{desired: []inventory.Desired{{Name: "a", Config: fleet.Config(2), Hash: "2"}}}
+	want(map[multicluster.ClusterName]int{"a": 2})
+}

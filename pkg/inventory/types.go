@@ -1,0 +1,125 @@
+package inventory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// Event reasons every inventory provider records on its source objects.
+const (
+	ReasonEngaged       = "ClusterEngaged"
+	ReasonEngageFailed  = "ClusterEngageFailed"
+	ReasonDuplicateName = "DuplicateClusterName"
+	ReasonInvalidName   = "InvalidClusterName"
+)
+
+// Desired is what one inventory object asks for.
+type Desired struct {
+	// Name of the cluster. The kit refuses names clusters.ValidateClusterName
+	// refuses.
+	Name multicluster.ClusterName
+	// Config reaches the cluster. Hash identifies what it was made from (see
+	// Hash): the cluster is rebuilt when, and only when, the hash changes.
+	Config *rest.Config
+	Hash   string
+	// Sensitive is what Config was made from (a kubeconfig): the words of it
+	// that appear in an error reported about the cluster are cut out.
+	Sensitive []byte
+	// Withdrawn, when not empty, says why the object asks for no cluster
+	// now: the one it asked for before, if any, is disengaged, even when
+	// Desire also returns an error to report (credentials gone, say).
+	Withdrawn string
+}
+
+// Hash returns a hash of data for Desired.Hash.
+func Hash(data ...[]byte) string {
+	h := sha256.New()
+	for _, d := range data {
+		h.Write(d)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Problem is a failure reported on the source object as a Warning Event
+// with Reason. Return it, wrapped or not, from Options.Desire.
+type Problem struct {
+	Reason string
+	Err    error
+	// Terminal problems only a change of the object can fix: each is
+	// reported once per change of the object (its generation, or its
+	// resourceVersion for types without one), and not retried. Others are
+	// reported and retried with backoff.
+	Terminal bool
+}
+
+func (p *Problem) Error() string { return p.Err.Error() }
+func (p *Problem) Unwrap() error { return p.Err }
+
+// Refused is a terminal Problem.
+func Refused(reason string, err error) error {
+	return &Problem{Reason: reason, Err: err, Terminal: true}
+}
+
+// Failed is a Problem retried with backoff.
+func Failed(reason string, err error) error { return &Problem{Reason: reason, Err: err} }
+
+// Options describe an inventory to the kit.
+type Options[T client.Object] struct {
+	// Name names the host controller, its logger and its Events' reporting
+	// controller; two kits in one manager need two names. Required.
+	Name string
+	// Object is an empty object of the inventory type. Required.
+	Object T
+	// Desire says what an object asks for. The kit calls it for every object
+	// present and not being deleted; r reads the kit's cache (Object and
+	// Related). Return Problems for what the object's owner should hear of.
+	// Required.
+	Desire func(ctx context.Context, r client.Reader, obj T) (Desired, error)
+	// Scheme knows Object and Related. Default: the host manager's.
+	Scheme *runtime.Scheme
+	// Namespaces limits what is read. Default: every namespace.
+	Namespaces []string
+	// Selectors select the objects read; an object is read while any of them
+	// selects it (one cache each: label selectors cannot say "or"). Default:
+	// every object.
+	Selectors []labels.Selector
+	// Related are other types Desire reads.
+	Related []Related
+	// InvalidNameReason is the Event reason of an invalid name. Default
+	// ReasonInvalidName.
+	InvalidNameReason string
+	// RateLimiter of the host controller. Default: controller-runtime's.
+	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
+	// ClusterOptions are applied to every cluster built.
+	ClusterOptions []cluster.Option
+
+	// List, for an inventory that cannot be watched (the local kind
+	// clusters, say), replaces Object and Desire: the kit calls it every
+	// Interval, publishes what it lists and withdraws what it no longer
+	// lists. A Desired without Config keeps its cluster as it is (its source
+	// could not be read this time). A failed listing keeps every cluster.
+	List     func(ctx context.Context) ([]Desired, error)
+	Interval time.Duration // default 5s
+}
+
+// Related is a type Desire reads besides the inventory objects, such as a
+// Secret holding an object's credentials.
+type Related struct {
+	Object   client.Object
+	Selector labels.Selector // default: every object
+	// Owners maps a related object to the inventory objects it concerns:
+	// they are considered again when it changes.
+	Owners func(client.Object) []client.ObjectKey
+}
