@@ -65,21 +65,26 @@ var Plots = []plot{
 	{file: "event-cpu", family: "EventPath", title: "CPU per informer event until its request is queued, same run",
 		axis: "ns of CPU per event (lower is better)", xaxis: "",
 		series: []series{{"ns-cpu/event", "multicluster-runtime", "fair"}, {"ns-cpu/event", "plain controller-runtime (reference)", "controller-runtime"}}},
-	{file: "scale-all-reconciled", family: "Scale", title: "Clusters known at start-up: time until every object is reconciled",
-		axis: "seconds (lower is better)", xaxis: "clusters",
-		series: []series{{"s/all-reconciled", "multicluster-runtime", "multicluster"}, {"s/all-reconciled", "bare client-go informers (floor)", "client-go"}}},
-	{file: "scale-cpu", family: "Scale", title: "CPU per cluster until every object is reconciled",
-		axis: "ms of CPU per cluster (lower is better)", xaxis: "clusters",
-		series: []series{{"ms-cpu/cluster", "multicluster-runtime", "multicluster"}, {"ms-cpu/cluster", "bare client-go informers (floor)", "client-go"}}},
-	{file: "scale-heap", family: "Scale", title: "Heap per cluster once every object is reconciled",
-		axis: "KB per cluster (lower is better)", xaxis: "clusters",
-		series: []series{{"KB-heap/cluster", "multicluster-runtime", "multicluster"}, {"KB-heap/cluster", "bare client-go informers (floor)", "client-go"}}},
-	{file: "scale-idle", family: "Scale", title: "Idle CPU over two probe intervals once every object is reconciled",
-		axis: "% of one core (lower is better)", xaxis: "clusters",
-		series: []series{{"%core-idle", "multicluster-runtime (health probes on)", "multicluster"}, {"%core-idle", "bare client-go informers (floor)", "client-go"}}},
+	scalePlot("scale-all-reconciled", "Clusters known at start-up: time until every object is reconciled",
+		"seconds (lower is better)", "s/all-reconciled", "multicluster-runtime"),
+	scalePlot("scale-cpu", "CPU per cluster until every object is reconciled",
+		"ms of CPU per cluster (lower is better)", "ms-cpu/cluster", "multicluster-runtime"),
+	scalePlot("scale-heap", "Heap per cluster once every object is reconciled",
+		"KB per cluster (lower is better)", "KB-heap/cluster", "multicluster-runtime"),
+	scalePlot("scale-idle", "Idle CPU over two probe intervals once every object is reconciled",
+		"% of one core (lower is better)", "%core-idle", "multicluster-runtime (health probes on)"),
 	{file: "probe-cpu", family: "ProbeCost", title: "CPU per health probe, 1,000 engaged clusters at the default interval",
 		axis: "µs of CPU per probe (lower is better)", xaxis: "",
 		series: []series{{"cpu-µs/probe", "multicluster-runtime", ""}}},
+}
+
+// scalePlot draws a metric of the Scale benchmark by fleet size, beside the
+// same metric of bare client-go informers measured in the same run: the floor
+// that any controller over the same objects pays.
+func scalePlot(file, title, axis, unit, label string) plot {
+	return plot{file: file, family: "Scale", title: title, axis: axis, xaxis: "clusters", series: []series{
+		{unit, label, "multicluster"}, {unit, "bare client-go informers (floor)", "client-go"},
+	}}
 }
 
 // result is one benchmark line: family, sub-benchmark parameter, metrics.

@@ -27,6 +27,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"iter"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -221,19 +222,29 @@ var (
 	inlineCode = regexp.MustCompile("`[^`]*`")
 )
 
+// prose yields the lines of a Markdown text that are outside fenced code
+// blocks, with their index (line number minus one). A fence's closing line is
+// yielded: it holds no link or heading.
+func prose(text string) iter.Seq2[int, string] {
+	return func(yield func(int, string) bool) {
+		inFence := false
+		for n, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "```") {
+				inFence = !inFence
+			}
+			if !inFence && !yield(n, line) {
+				return
+			}
+		}
+	}
+}
+
 // checkLinks reports relative links to files that do not exist, and links
 // whose #fragment names no heading (or <a id>) of the Markdown file they
 // point at.
 func checkLinks(path, text string) []string {
 	var problems []string
-	inFence := false
-	for n, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inFence = !inFence
-		}
-		if inFence {
-			continue
-		}
+	for n, line := range prose(text) {
 		// Code spans are not links: `TypedControllerManagedBy[MyReq](mgr)`.
 		for _, m := range link.FindAllStringSubmatch(inlineCode.ReplaceAllString(line, ""), -1) {
 			target := m[1]
@@ -282,14 +293,7 @@ var (
 func anchors(text string) map[string]bool {
 	out := map[string]bool{}
 	seen := map[string]int{}
-	inFence := false
-	for _, line := range strings.Split(text, "\n") {
-		if strings.HasPrefix(strings.TrimSpace(line), "```") {
-			inFence = !inFence
-		}
-		if inFence {
-			continue
-		}
+	for _, line := range prose(text) {
 		for _, m := range htmlID.FindAllStringSubmatch(line, -1) {
 			out[m[1]] = true
 		}

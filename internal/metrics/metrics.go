@@ -12,78 +12,82 @@ import (
 
 var (
 	// Clusters counts the fleet's clusters by lifecycle state.
-	Clusters = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "multicluster_clusters",
-		Help: "Clusters of the fleet by lifecycle state (wanted, admitted, starting, engaged, disconnected).",
-	}, []string{"state"})
+	Clusters = NewGaugeVec("multicluster_clusters",
+		"Clusters of the fleet by lifecycle state (wanted, admitted, starting, engaged, disconnected).",
+		"state")
 
 	// Transitions counts every lifecycle transition.
-	Transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_cluster_transitions_total",
-		Help: "Lifecycle transitions of clusters, by the state left and the state entered.",
-	}, []string{"from", "to"})
+	Transitions = NewCounterVec("multicluster_cluster_transitions_total",
+		"Lifecycle transitions of clusters, by the state left and the state entered.",
+		"from", "to")
 
 	// Engagements counts attempts to engage a cluster with every subscriber.
-	Engagements = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_cluster_engagements_total",
-		Help: "Attempts to engage a cluster with every controller and runnable, by result (success, failure).",
-	}, []string{"result"})
+	Engagements = NewCounterVec("multicluster_cluster_engagements_total",
+		"Attempts to engage a cluster with every controller and runnable, by result (success, failure).",
+		"result")
 
 	// Disengagements counts engagements that ended, by why.
-	Disengagements = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_cluster_disengagements_total",
-		Help: "Engagements that ended, by reason (removed, replaced, unhealthy, stopped, provider-stopped, not-owned).",
-	}, []string{"reason"})
+	Disengagements = NewCounterVec("multicluster_cluster_disengagements_total",
+		"Engagements that ended, by reason (removed, replaced, unhealthy, stopped, provider-stopped, not-owned).",
+		"reason")
 
 	// Healthy is 1 for a cluster that answered its last probe, 0 otherwise.
-	Healthy = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "multicluster_cluster_healthy",
-		Help: "1 if the cluster answered its last health probe, 0 if not (series capped, see the manager's health options).",
-	}, []string{"cluster"})
+	Healthy = NewGaugeVec("multicluster_cluster_healthy",
+		"1 if the cluster answered its last health probe, 0 if not (series capped, see the manager's health options).",
+		"cluster")
 
 	// ProbeDuration observes health probes.
-	ProbeDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+	ProbeDuration = register(prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "multicluster_cluster_probe_duration_seconds",
 		Help:    "Duration of cluster health probes.",
 		Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-	})
+	}))
 
 	// DroppedRequests counts requests and events dropped by the library.
-	DroppedRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_dropped_requests_total",
-		Help: "Requests and events the library dropped, by controller and reason.",
-	}, []string{"controller", "reason"})
+	DroppedRequests = NewCounterVec("multicluster_dropped_requests_total",
+		"Requests and events the library dropped, by controller and reason.",
+		"controller", "reason")
 
 	// WatchFailures counts watches that could not be set up or synced in a cluster.
-	WatchFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_watch_failures_total",
-		Help: "Watches of a controller that failed to start or sync in a cluster, by controller (retried with backoff).",
-	}, []string{"controller"})
+	WatchFailures = NewCounterVec("multicluster_watch_failures_total",
+		"Watches of a controller that failed to start or sync in a cluster, by controller (retried with backoff).",
+		"controller")
 
 	// WatchSyncFailures counts watches that did not sync in a cluster, by
 	// type: a list that keeps failing shows here within seconds.
-	WatchSyncFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_watch_sync_failures_total",
-		Help: "Watches that did not sync in a cluster, by controller, cluster and type (the first 1000 clusters of each controller; the others share the cluster label <other>).",
-	}, []string{"controller", "cluster", "type"})
+	WatchSyncFailures = NewCounterVec("multicluster_watch_sync_failures_total",
+		"Watches that did not sync in a cluster, by controller, cluster and type (the first 1000 clusters of each controller; the others share the cluster label <other>).",
+		"controller", "cluster", "type")
 
 	// DrainOverruns counts fences released while reconciles against their
 	// cluster were still running after the drain timeout.
-	DrainOverruns = prometheus.NewCounter(prometheus.CounterOpts{
+	DrainOverruns = register(prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "multicluster_drain_overruns_total",
 		Help: "Fences released although reconciles against the cluster outlived the drain timeout.",
-	})
+	}))
 
 	// Reconciles counts reconciles per cluster when enabled (cardinality-capped).
-	Reconciles = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_reconcile_total",
-		Help: "Reconciles by controller, cluster and result (success, error, requeue); enabled per controller, series capped.",
-	}, []string{"controller", "cluster", "result"})
+	Reconciles = NewCounterVec("multicluster_reconcile_total",
+		"Reconciles by controller, cluster and result (success, error, requeue); enabled per controller, series capped.",
+		"controller", "cluster", "result")
 )
 
-func init() {
-	metrics.Registry.MustRegister(Clusters, Transitions, Engagements, Disengagements, Healthy, ProbeDuration,
-		DroppedRequests, WatchFailures, WatchSyncFailures, Reconciles, DrainOverruns)
+// NewCounterVec returns a counter vector registered with controller-runtime's
+// registry, so that the manager's metrics endpoint serves it: a metric is
+// declared and registered in one place. It panics on a name already
+// registered, as package initialisation should.
+func NewCounterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return register(prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels))
+}
+
+// NewGaugeVec is NewCounterVec for a gauge vector.
+func NewGaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return register(prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, labels))
+}
+
+func register[C prometheus.Collector](c C) C {
+	metrics.Registry.MustRegister(c)
+	return c
 }
 
 // OtherClusters is the cluster label of series for clusters beyond a cap.

@@ -210,29 +210,28 @@ func (m *lazyMapper) RESTMappings(gk schema.GroupKind, versions ...string) ([]*m
 
 // KindFor returns the kind of a resource.
 func (m *lazyMapper) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	return lookup(m, resource.Group, []string{resource.Version}, func(r meta.RESTMapper, _ []string) (schema.GroupVersionKind, error) {
-		return r.KindFor(resource)
-	})
+	return byResource(m, resource, meta.RESTMapper.KindFor)
 }
 
 // KindsFor returns the kinds of a resource.
 func (m *lazyMapper) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
-	return lookup(m, resource.Group, []string{resource.Version}, func(r meta.RESTMapper, _ []string) ([]schema.GroupVersionKind, error) {
-		return r.KindsFor(resource)
-	})
+	return byResource(m, resource, meta.RESTMapper.KindsFor)
 }
 
 // ResourceFor completes a partial resource.
 func (m *lazyMapper) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
-	return lookup(m, input.Group, []string{input.Version}, func(r meta.RESTMapper, _ []string) (schema.GroupVersionResource, error) {
-		return r.ResourceFor(input)
-	})
+	return byResource(m, input, meta.RESTMapper.ResourceFor)
 }
 
 // ResourcesFor completes a partial resource.
 func (m *lazyMapper) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
-	return lookup(m, input.Group, []string{input.Version}, func(r meta.RESTMapper, _ []string) ([]schema.GroupVersionResource, error) {
-		return r.ResourcesFor(input)
+	return byResource(m, input, meta.RESTMapper.ResourcesFor)
+}
+
+// byResource looks a resource up in its group version, loading it first.
+func byResource[T any](m *lazyMapper, resource schema.GroupVersionResource, f func(meta.RESTMapper, schema.GroupVersionResource) (T, error)) (T, error) {
+	return lookup(m, resource.Group, []string{resource.Version}, func(r meta.RESTMapper, _ []string) (T, error) {
+		return f(r, resource)
 	})
 }
 

@@ -121,15 +121,9 @@ const (
 )
 
 func (h HealthOptions) withDefaults() HealthOptions {
-	if h.Interval <= 0 {
-		h.Interval = DefaultProbeInterval
-	}
-	if h.Timeout <= 0 {
-		h.Timeout = DefaultProbeTimeout
-	}
-	if h.FailureThreshold <= 0 {
-		h.FailureThreshold = DefaultProbeFailureThreshold
-	}
+	setDefault(&h.Interval, DefaultProbeInterval)
+	setDefault(&h.Timeout, DefaultProbeTimeout)
+	setDefault(&h.FailureThreshold, DefaultProbeFailureThreshold)
 	return h
 }
 
@@ -189,29 +183,24 @@ func (o Options) withDefaults() Options {
 	if o.Logger.GetSink() == nil {
 		o.Logger = logr.Discard()
 	}
-	if o.CacheSyncTimeout <= 0 {
-		o.CacheSyncTimeout = DefaultCacheSyncTimeout
-	}
-	if o.MinBackoff <= 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
+	setDefault(&o.CacheSyncTimeout, DefaultCacheSyncTimeout)
+	setDefault(&o.MinBackoff, DefaultMinBackoff)
 	if o.MaxBackoff < o.MinBackoff {
 		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
 	}
-	if o.MaxConcurrentProbes <= 0 {
-		o.MaxConcurrentProbes = DefaultMaxConcurrentProbes
-	}
-	if o.MaxHealthSeries <= 0 {
-		o.MaxHealthSeries = DefaultMaxHealthSeries
-	}
-	if o.ListingTimeout <= 0 {
-		o.ListingTimeout = DefaultListingTimeout
-	}
-	if o.DrainTimeout <= 0 {
-		o.DrainTimeout = DefaultDrainTimeout
-	}
+	setDefault(&o.MaxConcurrentProbes, DefaultMaxConcurrentProbes)
+	setDefault(&o.MaxHealthSeries, DefaultMaxHealthSeries)
+	setDefault(&o.ListingTimeout, DefaultListingTimeout)
+	setDefault(&o.DrainTimeout, DefaultDrainTimeout)
 	if b, ok := o.Admission.(DrainBound); ok && b.MaxDrain() > 0 {
 		o.DrainTimeout = min(o.DrainTimeout, b.MaxDrain())
 	}
 	return o
+}
+
+// setDefault sets an option that is not positive to its default.
+func setDefault[T int | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
 }

@@ -255,6 +255,7 @@ func (k *Kit[T]) get(ctx context.Context, key client.ObjectKey) (obj T, found bo
 // publish wants d's cluster to run; the engine builds and engages it, and
 // its report becomes an Event on obj.
 func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
+	log = log.WithValues(d.LogValues...)
 	if old, ok := k.members.Hash(d.Name); ok && old == d.Hash {
 		return // a change of something else, or a resync
 	} else if ok {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -60,6 +61,60 @@ func TestOneNameOneSource(t *testing.T) {
 	if key, _ := e.kit.SourceOf("shared"); key.Name != "second" {
 		t.Errorf("SourceOf(shared) = %v; want the second ConfigMap", key)
 	}
+}
+
+// An object renamed to a name another holds lets go of its old name at
+// once (a third object waiting for that name takes it), and waits for the
+// new one.
+func TestRenamedToATakenNameLetsGoOfTheOld(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	e.put(t, "a", map[string]string{"cluster": "one", "member": "1"})
+	e.put(t, "b", map[string]string{"cluster": "two", "member": "2"})
+	expect(t, e, map[multicluster.ClusterName]int{"one": 1, "two": 2})
+	e.put(t, "c", map[string]string{"cluster": "one", "member": "2"}) // waits for a's name
+
+	e.put(t, "a", map[string]string{"cluster": "two", "member": "1"})
+	expect(t, e, map[multicluster.ClusterName]int{"one": 2, "two": 2})
+	if key, _ := e.kit.SourceOf("one"); key.Name != "c" {
+		t.Errorf("SourceOf(one) = %v; want the ConfigMap c, which waited for it", key)
+	}
+	fleettest.Eventually(t, fleettest.DefaultTimeout, func() error {
+		if e.events(t, "a", inventory.ReasonDuplicateName) == 0 {
+			return errors.New("no DuplicateClusterName Event on the renamed ConfigMap")
+		}
+		return nil
+	})
+}
+
+func TestSourceReadsTheObjectOfACluster(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	e.put(t, "a", map[string]string{"cluster": "one", "member": "1", "note": "first"})
+	expect(t, e, map[multicluster.ClusterName]int{"one": 1})
+	e.put(t, "a", map[string]string{"cluster": "one", "member": "1", "note": "second"}) // same cluster
+	fleettest.Eventually(t, fleettest.DefaultTimeout, func() error {
+		if cm, ok := e.kit.Source(context.Background(), "one"); !ok || cm.Data["note"] != "second" {
+			return fmt.Errorf("Source(one) = %v, %v; want ConfigMap a as it is now", cm, ok)
+		}
+		return nil
+	})
+	if _, ok := e.kit.Source(context.Background(), "none"); ok {
+		t.Error("Source of a cluster nobody asks for found an object")
+	}
+}
+
+func TestLogValuesAreLoggedWhenEngaging(t *testing.T) {
+	e := newEnv(t)
+	e.start(t)
+	e.put(t, "a", map[string]string{"cluster": "one", "member": "1", "via": "door-7"})
+	expect(t, e, map[multicluster.ClusterName]int{"one": 1})
+	for line := range strings.Lines(e.logs.String()) {
+		if strings.Contains(line, "Engaging cluster") && strings.Contains(line, `"via"="door-7"`) {
+			return
+		}
+	}
+	t.Errorf("no Engaging line carries the Desired's LogValues:\n%s", e.logs.String())
 }
 
 func TestTerminalProblemIsReportedOncePerChange(t *testing.T) {

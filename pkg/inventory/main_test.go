@@ -49,6 +49,7 @@ type env struct {
 	host    client.Client
 	kit     *inventory.Kit[*corev1.ConfigMap]
 	tracker *fleettest.Tracker
+	logs    *fleettest.LogBuffer
 
 	mu      sync.Mutex
 	desired map[string]int // Desire calls by ConfigMap name
@@ -65,7 +66,7 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = host.Delete(context.Background(), ns) })
-	e := &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), desired: map[string]int{}}
+	e := &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), logs: &fleettest.LogBuffer{}, desired: map[string]int{}}
 	selector := labels.SelectorFromSet(labels.Set{testLabel: "true"})
 	e.kit = inventory.New(inventory.Options[*corev1.ConfigMap]{
 		Name:       "inventory-test-" + e.ns,
@@ -97,7 +98,11 @@ func (e *env) desire(_ context.Context, _ client.Reader, cm *corev1.ConfigMap) (
 	if err != nil || i >= fleet.Len() {
 		return inventory.Desired{}, fmt.Errorf("ConfigMap %s: bad member %q", cm.Name, cm.Data["member"])
 	}
-	return inventory.Desired{Name: cm.Data["cluster"], Config: fleet.Config(i), Hash: cm.Data["member"]}, nil
+	d := inventory.Desired{Name: cm.Data["cluster"], Config: fleet.Config(i), Hash: cm.Data["member"]}
+	if via, ok := cm.Data["via"]; ok {
+		d.LogValues = []any{"via", via}
+	}
+	return d, nil
 }
 
 func (e *env) calls(name string) int {
@@ -110,6 +115,7 @@ func (e *env) calls(name string) int {
 func (e *env) start(t *testing.T) {
 	t.Helper()
 	mgr, err := mcmanager.New(fleet.Config(0), e.kit, mcmanager.Options{
+		Logger:     e.logs.Logger(),
 		Metrics:    server.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
 	})

@@ -1,6 +1,7 @@
 package inventory
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/go-logr/logr"
@@ -32,22 +33,15 @@ func (n *names) init() {
 
 // claim gives name to the object of key, unless the name is invalid or
 // another object holds it; then the object waits, and is considered again
-// when the holder lets go. A name the object held before is let go.
+// when the holder lets go. A name the object held before is let go first:
+// an object that names another cluster no longer asks for the old one, even
+// while it waits for the new one.
 func (k *Kit[T]) claim(log logr.Logger, key client.ObjectKey, name multicluster.ClusterName) error {
 	if err := clusters.ValidateClusterName(name); err != nil {
 		k.release(log, key, fmt.Sprintf("its %s names no valid cluster", k.kind))
 		return Refused(k.opts.InvalidNameReason, fmt.Errorf("%s %s: %w", k.kind, key, err))
 	}
 	k.mu.Lock()
-	if holder, ok := k.holder[name]; ok && holder != key {
-		k.unwaitLocked(key)
-		if k.waiting[name] == nil {
-			k.waiting[name] = map[client.ObjectKey]bool{}
-		}
-		k.waiting[name][key] = true
-		k.mu.Unlock()
-		return Refused(ReasonDuplicateName, fmt.Errorf("cluster %q is already engaged from %s %s: waiting for it to let go of the name", name, k.kind, holder))
-	}
 	old, had := k.held[key]
 	k.mu.Unlock()
 	if had && old != name {
@@ -55,6 +49,14 @@ func (k *Kit[T]) claim(log logr.Logger, key client.ObjectKey, name multicluster.
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	if holder, ok := k.holder[name]; ok && holder != key {
+		k.unwaitLocked(key)
+		if k.waiting[name] == nil {
+			k.waiting[name] = map[client.ObjectKey]bool{}
+		}
+		k.waiting[name][key] = true
+		return Refused(ReasonDuplicateName, fmt.Errorf("cluster %q is already engaged from %s %s: waiting for it to let go of the name", name, k.kind, holder))
+	}
 	k.unwaitLocked(key)
 	k.held[key], k.holder[name] = name, key
 	delete(k.reported, key)
@@ -112,6 +114,18 @@ func (k *Kit[T]) SourceOf(name multicluster.ClusterName) (client.ObjectKey, bool
 	defer k.mu.Unlock()
 	key, ok := k.holder[name]
 	return key, ok
+}
+
+// Source returns the object the named cluster comes from, as the kit's
+// cache holds it now.
+func (k *Kit[T]) Source(ctx context.Context, name multicluster.ClusterName) (T, bool) {
+	key, ok := k.SourceOf(name)
+	if !ok {
+		var zero T
+		return zero, false
+	}
+	obj, found, err := k.get(ctx, key)
+	return obj, found && err == nil
 }
 
 // reportOnce records seen as the problem of key, and reports whether it is

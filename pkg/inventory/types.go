@@ -41,6 +41,10 @@ type Desired struct {
 	// now: the one it asked for before, if any, is disengaged, even when
 	// Desire also returns an error to report (credentials gone, say).
 	Withdrawn string
+	// LogValues are key/value pairs added to the line the kit logs when it
+	// engages or re-creates the cluster, such as how the cluster is reached.
+	// Never credentials.
+	LogValues []any
 }
 
 // Hash returns a hash of data for Desired.Hash.

@@ -30,38 +30,29 @@ type eventHandler[object client.Object, request comparable] struct {
 }
 
 func (e *eventHandler[object, request]) OnAdd(obj any, isInInitialList bool) {
-	o, ok := obj.(object)
+	o, ok := as[object](obj, "OnAdd got an object")
 	if !ok {
-		log.Error(nil, "OnAdd got an object of an unexpected type", "type", typeName(obj))
 		return
 	}
 	evt := event.TypedCreateEvent[object]{Object: o, IsInInitialList: isInInitialList}
-	for _, p := range e.predicates {
-		if !p.Create(evt) {
-			return
-		}
+	if admitted(e.predicates, func(p predicate.TypedPredicate[object]) bool { return p.Create(evt) }) {
+		e.handler.Create(e.ctx, evt, e.queue)
 	}
-	e.handler.Create(e.ctx, evt, e.queue)
 }
 
 func (e *eventHandler[object, request]) OnUpdate(oldObj, newObj any) {
-	o, ok := oldObj.(object)
+	o, ok := as[object](oldObj, "OnUpdate got an old object")
 	if !ok {
-		log.Error(nil, "OnUpdate got an old object of an unexpected type", "type", typeName(oldObj))
 		return
 	}
-	n, ok := newObj.(object)
+	n, ok := as[object](newObj, "OnUpdate got a new object")
 	if !ok {
-		log.Error(nil, "OnUpdate got a new object of an unexpected type", "type", typeName(newObj))
 		return
 	}
 	evt := event.TypedUpdateEvent[object]{ObjectOld: o, ObjectNew: n}
-	for _, p := range e.predicates {
-		if !p.Update(evt) {
-			return
-		}
+	if admitted(e.predicates, func(p predicate.TypedPredicate[object]) bool { return p.Update(evt) }) {
+		e.handler.Update(e.ctx, evt, e.queue)
 	}
-	e.handler.Update(e.ctx, evt, e.queue)
 }
 
 func (e *eventHandler[object, request]) OnDelete(obj any) {
@@ -72,18 +63,35 @@ func (e *eventHandler[object, request]) OnDelete(obj any) {
 		evt.DeleteStateUnknown = true
 		obj = tombstone.Obj
 	}
-	o, ok := obj.(object)
+	o, ok := as[object](obj, "OnDelete got an object")
 	if !ok {
-		log.Error(nil, "OnDelete got an object of an unexpected type", "type", typeName(obj))
 		return
 	}
 	evt.Object = o
-	for _, p := range e.predicates {
-		if !p.Delete(evt) {
-			return
+	if admitted(e.predicates, func(p predicate.TypedPredicate[object]) bool { return p.Delete(evt) }) {
+		e.handler.Delete(e.ctx, evt, e.queue)
+	}
+}
+
+// as asserts an informer's object to the handler's type; what it got
+// otherwise is logged with what, and the event dropped.
+func as[object client.Object](obj any, what string) (object, bool) {
+	o, ok := obj.(object)
+	if !ok {
+		log.Error(nil, what+" of an unexpected type", "type", typeName(obj))
+	}
+	return o, ok
+}
+
+// admitted reports whether every predicate admits the event, asking them in
+// order and stopping at the first that does not.
+func admitted[object client.Object](predicates []predicate.TypedPredicate[object], admits func(predicate.TypedPredicate[object]) bool) bool {
+	for _, p := range predicates {
+		if !admits(p) {
+			return false
 		}
 	}
-	e.handler.Delete(e.ctx, evt, e.queue)
+	return true
 }
 
 func typeName(obj any) string {

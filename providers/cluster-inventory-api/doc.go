@@ -3,9 +3,13 @@
 // (multicluster.x-k8s.io/v1alpha1, KEP-4322): Open Cluster Management, Fleet,
 // Karmada, Clusternet, and others.
 //
-// The provider runs as a controller on the hub (the manager's host cluster)
-// that watches ClusterProfiles and engages one cluster per profile that is
-// ready:
+// The provider is built on the inventory kit (pkg/inventory), which reads
+// ClusterProfiles on the hub (the manager's host cluster) through a cache of
+// its own, runs the host controller on every replica, publishes clusters to
+// the fleet engine, gives each name one source, records Events and tells
+// readiness when every profile present at start-up has been considered. The
+// provider adds what a profile asks for: its name, whether it is ready, and
+// its rest.Config, from an access provider (package credentials):
 //
 //	aps, err := clusterinventoryapi.LoadAccessProviders("/etc/fleet/access-providers.yaml")
 //	...
@@ -22,39 +26,13 @@
 //
 // # Credentials (KEP-5339)
 //
-// A profile carries no credentials. Its status.accessProviders (or the
-// deprecated status.credentialProviders) lists access provider names, each
-// with a kubeconfig cluster entry: server, CA data, proxy URL, TLS server name
-// and extensions. The controller is configured with access providers
-// (Options.AccessProviders, or a file in the KEP's format read by
-// LoadAccessProviders), each an exec credential plugin. The first configured
-// name that the profile lists is used: the rest.Config is the profile's
-// cluster entry authenticated by that plugin, through client-go's exec
-// credential support, which runs the command, hands it the cluster entry and
-// the entry's client.authentication.k8s.io/exec extension in
-// KUBERNETES_EXEC_INFO when provideClusterInfo is set, and refreshes
-// expiring credentials. The command and its arguments always come from the
-// controller's configuration: a profile only selects among them. Nor does a
-// profile decide where the credentials go: a cluster entry that references
-// a local file (certificate-authority), or sets proxy-url,
-// insecure-skip-tls-verify or tls-server-name, is refused unless
-// Options.ProfilePolicy allows it, and a server on loopback, link-local, the
-// unspecified address or the hub's own address is refused unless the access
-// provider's AllowedServers lists it (AllowedServers may also restrict every
-// other server). Credentials and the plugin's output are never logged.
-//
-// A profile may add arguments and environment variables to the command
-// through the reserved cluster extensions ExtensionAdditionalArgs and
-// ExtensionAdditionalEnvs only as far as the access provider's KEP-5339
-// policies allow: ProfileSourcedCLIArgsPolicy (Append, or Ignore by default)
-// and ProfileSourcedEnvVarsPolicy (AppendIfNotExists, Replace, or Ignore by
-// default). LoadAccessProviders reads the file format of the
-// cluster-inventory-api project's library (the -clusterprofile-provider-file
-// flag of controllers built on it) and refuses unknown fields.
-//
-// cmd/serviceaccount-token-plugin is a reference plugin for development and
-// tests: it returns ServiceAccount tokens requested with the operator's own
-// kubeconfig.
+// A profile carries no credentials: it lists access providers, each with a
+// kubeconfig cluster entry, and the first of Options.AccessProviders that it
+// lists authenticates to that entry through its exec plugin. The command
+// always comes from the controller's configuration, and the profile does
+// not decide where the credentials go (Options.ProfilePolicy and each access
+// provider's AllowedServers do): see package credentials, whose names this
+// package re-exports.
 //
 // # Names and ClusterSets (KEP-2149)
 //
@@ -72,21 +50,17 @@
 // A profile that names no configured access provider, an invalid or refused
 // cluster entry, an invalid cluster name or a cluster ID another profile
 // holds can only be fixed by changing the profile: it is logged and recorded
-// as a Warning Event once, and not retried; reconciling it again to the same
-// failure reports nothing. A plugin that fails (non-zero exit, output that is
-// not an ExecCredential) or a server that does not answer is logged and
-// recorded as a Warning Event on the profile, then retried with backoff; a cluster
+// as a Warning Event once per change of the profile's generation, and not
+// retried. A plugin that fails (non-zero exit, output that is not an
+// ExecCredential) or a server that does not answer is logged and recorded as
+// a Warning Event on the profile, then retried with backoff; a cluster
 // already running keeps its last good configuration meanwhile. Each cluster
 // is engaged in its own goroutine: one broken profile never holds up the
 // others. A change to a profile's access information (compared by a hash of
 // the cluster entry and the access provider's configuration) re-creates and
 // re-engages its cluster; other status changes (conditions, properties) do
-// not.
-//
-// client-go bounds neither the plugin's run time nor its output: a plugin
-// must bound its own work (the reference plugin has -timeout). A plugin that
-// hangs holds up its own cluster, and the provider's shutdown until it
-// exits; the other clusters are not affected.
+// not. A plugin that hangs holds up its own cluster, and the provider's
+// shutdown until it exits; the other clusters are not affected.
 //
 // # Permissions
 //

@@ -254,3 +254,38 @@ func hasWarning(events []eventsv1.Event, profile, reason string) bool {
 	}
 	return false
 }
+
+// A profile whose ID changes to one another profile holds lets go of the
+// name it held at once, and waits for the new one: its old name does not
+// stay engaged to it.
+func TestRenamingToATakenIDLetsGoOfTheOldName(t *testing.T) {
+	e := start(t, clusterinventoryapi.Options{
+		AccessProviders: []clusterinventoryapi.AccessProvider{pluginProvider(t, "sa-token", "-service-account="+saName)},
+		ClusterName:     clusterinventoryapi.ClusterID,
+	})
+	withID := func(name, id string, m int) profile {
+		return profile{name: name, member: m, healthy: true, providers: []string{"sa-token"},
+			properties: map[string]string{v1alpha1.PropertyClusterID: id}}
+	}
+	a := e.create(t, withID("a", "eu-1", 1))
+	e.create(t, withID("b", "eu-2", 2))
+	engaged := mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-1": 1, "eu-2": 2})
+
+	e.setStatus(t, a, withID("a", "eu-2", 1))
+	e.tracker.WaitDisengaged(t, engaged["eu-1"])
+	mctest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"eu-2": 2})
+	if _, ok := e.provider.ProfileOf("eu-1"); ok {
+		t.Error("ProfileOf(eu-1) still names a profile")
+	}
+	ctx := context.Background()
+	mctest.Eventually(t, time.Minute, func() error {
+		var events eventsv1.EventList
+		if err := e.hub.List(ctx, &events, client.InNamespace(e.ns)); err != nil {
+			return err
+		}
+		if !hasWarning(events.Items, "a", clusterinventoryapi.ReasonDuplicateName) {
+			return fmt.Errorf("no %s Event on the profile renamed to a taken ID", clusterinventoryapi.ReasonDuplicateName)
+		}
+		return nil
+	})
+}

@@ -78,8 +78,19 @@ func (s *scope) enter(obj client.Object) (leave func(), err error) {
 	return func() { obj.SetNamespace(VirtualNamespace) }, nil
 }
 
+// in runs do with obj moved into the backing namespace (see enter), and moves
+// it back after.
+func (s *scope) in(obj client.Object, do func() error) error {
+	leave, err := s.enter(obj)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	return do()
+}
+
 // enterSub moves an optional subresource body into the backing namespace if
-// it names the virtual one.
+// it names the virtual one; a nil body is left alone.
 func (s *scope) enterSub(obj runtime.Object) func() {
 	o, ok := obj.(client.Object)
 	if !ok || o == nil || o.GetNamespace() != VirtualNamespace {
@@ -91,6 +102,20 @@ func (s *scope) enterSub(obj runtime.Object) func() {
 			o.SetNamespace(VirtualNamespace)
 		}
 	}
+}
+
+// selectBacking narrows a selection of a namespaced type (a List's, a
+// DeleteAllOf's) to the backing namespace: its namespace, and a
+// metadata.namespace field requirement.
+func (s *scope) selectBacking(o *client.ListOptions) error {
+	var err error
+	if o.Namespace, err = s.backing(o.Namespace); err != nil {
+		return err
+	}
+	if o.FieldSelector, err = s.fieldSelector(o.FieldSelector); err != nil {
+		return fmt.Errorf("cluster %q: %w", s.cluster, err)
+	}
+	return nil
 }
 
 // fieldSelector rewrites a metadata.namespace requirement.
@@ -145,11 +170,8 @@ func (c *nsReader) List(ctx context.Context, list client.ObjectList, opts ...cli
 		return c.r.List(ctx, list, opts...)
 	}
 	o := (&client.ListOptions{}).ApplyOptions(opts)
-	if o.Namespace, err = c.backing(o.Namespace); err != nil {
+	if err := c.selectBacking(o); err != nil {
 		return err
-	}
-	if o.FieldSelector, err = c.fieldSelector(o.FieldSelector); err != nil {
-		return fmt.Errorf("cluster %q: %w", c.cluster, err)
 	}
 	o.UnsafeDisableDeepCopy = nil // the items are rewritten: they must be copies
 	if err := c.r.List(ctx, list, o); err != nil {
@@ -181,32 +203,17 @@ func newClient(s *scope, c client.Client) *nsClient {
 
 // Create creates obj.
 func (c *nsClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	leave, err := c.enter(obj)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return c.c.Create(ctx, obj, opts...)
+	return c.in(obj, func() error { return c.c.Create(ctx, obj, opts...) })
 }
 
 // Update updates obj.
 func (c *nsClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	leave, err := c.enter(obj)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return c.c.Update(ctx, obj, opts...)
+	return c.in(obj, func() error { return c.c.Update(ctx, obj, opts...) })
 }
 
 // Delete deletes obj.
 func (c *nsClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	leave, err := c.enter(obj)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return c.c.Delete(ctx, obj, opts...)
+	return c.in(obj, func() error { return c.c.Delete(ctx, obj, opts...) })
 }
 
 // Patch patches obj. Merge, JSON and strategic-merge patches are computed in
@@ -216,12 +223,7 @@ func (c *nsClient) Patch(ctx context.Context, obj client.Object, patch client.Pa
 	if err != nil {
 		return err
 	}
-	leave, err := c.enter(obj)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	return c.c.Patch(ctx, obj, p, opts...)
+	return c.in(obj, func() error { return c.c.Patch(ctx, obj, p, opts...) })
 }
 
 // patch computes a patch's body before obj moves namespace, except for
@@ -251,11 +253,8 @@ func (c *nsClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...c
 		return c.c.DeleteAllOf(ctx, obj, opts...)
 	}
 	o := (&client.DeleteAllOfOptions{}).ApplyOptions(opts)
-	if o.Namespace, err = c.backing(o.Namespace); err != nil {
+	if err := c.selectBacking(&o.ListOptions); err != nil {
 		return err
-	}
-	if o.FieldSelector, err = c.fieldSelector(o.FieldSelector); err != nil {
-		return fmt.Errorf("cluster %q: %w", c.cluster, err)
 	}
 	return c.c.DeleteAllOf(ctx, obj, o)
 }
@@ -350,44 +349,33 @@ var _ client.SubResourceClient = &nsSubResourceClient{}
 
 // Get reads obj's subresource into subResource.
 func (c *nsSubResourceClient) Get(ctx context.Context, obj, subResource client.Object, opts ...client.SubResourceGetOption) error {
-	leave, err := c.enter(obj)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	defer c.enterSub(subResource)()
-	if err := c.c.Get(ctx, obj, subResource, opts...); err != nil {
-		return err
-	}
-	if subResource.GetNamespace() == c.namespace {
-		subResource.SetNamespace(VirtualNamespace)
-	}
-	return nil
+	return c.in(obj, func() error {
+		defer c.enterSub(subResource)()
+		if err := c.c.Get(ctx, obj, subResource, opts...); err != nil {
+			return err
+		}
+		if subResource.GetNamespace() == c.namespace {
+			subResource.SetNamespace(VirtualNamespace)
+		}
+		return nil
+	})
 }
 
 // Create creates subResource for obj (e.g. an eviction or a token request).
 func (c *nsSubResourceClient) Create(ctx context.Context, obj, subResource client.Object, opts ...client.SubResourceCreateOption) error {
-	leave, err := c.enter(obj)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	defer c.enterSub(subResource)()
-	return c.c.Create(ctx, obj, subResource, opts...)
+	return c.in(obj, func() error {
+		defer c.enterSub(subResource)()
+		return c.c.Create(ctx, obj, subResource, opts...)
+	})
 }
 
 // Update updates obj's subresource.
 func (c *nsSubResourceClient) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	o := (&client.SubResourceUpdateOptions{}).ApplyOptions(opts)
-	leave, err := c.enter(obj)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if o.SubResourceBody != nil {
+	return c.in(obj, func() error {
 		defer c.enterSub(o.SubResourceBody)()
-	}
-	return c.c.Update(ctx, obj, o)
+		return c.c.Update(ctx, obj, o)
+	})
 }
 
 // Patch patches obj's subresource.
@@ -401,15 +389,10 @@ func (c *nsSubResourceClient) Patch(ctx context.Context, obj client.Object, patc
 	if err != nil {
 		return err
 	}
-	leave, err := c.enter(obj)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if o.SubResourceBody != nil {
+	return c.in(obj, func() error {
 		defer c.enterSub(o.SubResourceBody)()
-	}
-	return c.c.Patch(ctx, obj, p, o)
+		return c.c.Patch(ctx, obj, p, o)
+	})
 }
 
 // Apply applies an apply configuration to obj's subresource.

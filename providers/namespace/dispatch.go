@@ -88,9 +88,11 @@ func (d *dispatcher) handlersFor(ns string) *nsHandlers {
 	return h
 }
 
-// OnAdd implements toolscache.ResourceEventHandler.
-func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
-	h := d.handlersFor(namespaceOf(obj))
+// deliver passes an event of namespace ns to the namespace's live handlers.
+// The event is made only when there is a handler to take it: virtualizing an
+// object copies it.
+func (d *dispatcher) deliver(ns string, event func() func(toolscache.ResourceEventHandler)) {
+	h := d.handlersFor(ns)
 	if h == nil {
 		return
 	}
@@ -99,50 +101,36 @@ func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
 	if len(h.handlers) == 0 {
 		return
 	}
-	v := virtualize(obj)
+	send := event()
 	for _, r := range h.handlers {
 		if !r.removed.Load() {
-			r.handler.OnAdd(v, isInInitialList)
+			send(r.handler)
 		}
 	}
+}
+
+// OnAdd implements toolscache.ResourceEventHandler.
+func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
+	d.deliver(namespaceOf(obj), func() func(toolscache.ResourceEventHandler) {
+		v := virtualize(obj)
+		return func(h toolscache.ResourceEventHandler) { h.OnAdd(v, isInInitialList) }
+	})
 }
 
 // OnUpdate implements toolscache.ResourceEventHandler.
 func (d *dispatcher) OnUpdate(oldObj, newObj any) {
-	h := d.handlersFor(namespaceOf(newObj))
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.handlers) == 0 {
-		return
-	}
-	o, n := virtualize(oldObj), virtualize(newObj)
-	for _, r := range h.handlers {
-		if !r.removed.Load() {
-			r.handler.OnUpdate(o, n)
-		}
-	}
+	d.deliver(namespaceOf(newObj), func() func(toolscache.ResourceEventHandler) {
+		o, n := virtualize(oldObj), virtualize(newObj)
+		return func(h toolscache.ResourceEventHandler) { h.OnUpdate(o, n) }
+	})
 }
 
 // OnDelete implements toolscache.ResourceEventHandler.
 func (d *dispatcher) OnDelete(obj any) {
-	h := d.handlersFor(namespaceOf(obj))
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.handlers) == 0 {
-		return
-	}
-	v := virtualize(obj)
-	for _, r := range h.handlers {
-		if !r.removed.Load() {
-			r.handler.OnDelete(v)
-		}
-	}
+	d.deliver(namespaceOf(obj), func() func(toolscache.ResourceEventHandler) {
+		v := virtualize(obj)
+		return func(h toolscache.ResourceEventHandler) { h.OnDelete(v) }
+	})
 }
 
 // add registers r for namespace ns and replays the namespace's current

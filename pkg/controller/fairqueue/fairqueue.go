@@ -478,13 +478,13 @@ func (q *Queue[T]) waitLoop() {
 	for {
 		q.mu.Lock()
 		now := q.now()
-		for q.waiting.Len() > 0 && q.waiting[0].at <= now {
+		for q.waiting.Len() > 0 && q.waiting.entries[0].at <= now {
 			e := heap.Pop(&q.waiting).(*entry[T])
 			q.makeReady(e, now)
 		}
 		next := time.Hour
 		if q.waiting.Len() > 0 {
-			next = time.Duration(q.waiting[0].at - now)
+			next = time.Duration(q.waiting.entries[0].at - now)
 		}
 		q.mu.Unlock()
 		timer.Reset(next)

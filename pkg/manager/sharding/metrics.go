@@ -1,9 +1,6 @@
 package sharding
 
-import (
-	"github.com/prometheus/client_golang/prometheus"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-)
+import "github.com/mcruntime/multicluster-runtime/internal/metrics"
 
 // Fence events counted in multicluster_sharding_fence_events_total.
 const (
@@ -15,16 +12,10 @@ const (
 )
 
 var (
-	fenceEvents = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_sharding_fence_events_total",
-		Help: "Cluster fences acquired, taken over from expired replicas, released, lost, or not released, by sharding group.",
-	}, []string{"group", "event"})
-	renewalFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "multicluster_sharding_renewal_failures_total",
-		Help: "Failed renewals of this replica's replica Lease, by sharding group.",
-	}, []string{"group"})
+	fenceEvents = metrics.NewCounterVec("multicluster_sharding_fence_events_total",
+		"Cluster fences acquired, taken over from expired replicas, released, lost, or not released, by sharding group.",
+		"group", "event")
+	renewalFailures = metrics.NewCounterVec("multicluster_sharding_renewal_failures_total",
+		"Failed renewals of this replica's replica Lease, by sharding group.",
+		"group")
 )
-
-func init() {
-	metrics.Registry.MustRegister(fenceEvents, renewalFailures)
-}

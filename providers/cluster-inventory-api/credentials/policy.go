@@ -1,4 +1,4 @@
-package clusterinventoryapi
+package credentials
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package clusterinventoryapi_test
+package credentials_test
 
 import (
 	"errors"
@@ -11,8 +11,8 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
-	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/apis/v1alpha1"
+	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/credentials"
 )
 
 func TestLoadAccessProvidersReadsTheKEPFormat(t *testing.T) {
@@ -33,7 +33,7 @@ func TestLoadAccessProvidersReadsTheKEPFormat(t *testing.T) {
 `), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	aps, err := clusterinventoryapi.LoadAccessProviders(path)
+	aps, err := credentials.LoadAccessProviders(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,20 +55,20 @@ func TestLoadAccessProvidersReadsTheKEPFormat(t *testing.T) {
 		if err := os.WriteFile(bad, []byte(content), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := clusterinventoryapi.LoadAccessProviders(bad); err == nil {
+		if _, err := credentials.LoadAccessProviders(bad); err == nil {
 			t.Errorf("%s: accepted %q", name, content)
 		}
 	}
 }
 
 func TestSelectAccessProviderPrefersTheConfiguredOrder(t *testing.T) {
-	configured := []clusterinventoryapi.AccessProvider{{Name: "first"}, {Name: "second"}}
+	configured := []credentials.AccessProvider{{Name: "first"}, {Name: "second"}}
 	profile := &v1alpha1.ClusterProfile{Status: v1alpha1.ClusterProfileStatus{AccessProviders: []v1alpha1.AccessProvider{
 		{Name: "other", Cluster: clientcmdv1.Cluster{Server: "https://other"}},
 		{Name: "second", Cluster: clientcmdv1.Cluster{Server: "https://second"}},
 		{Name: "first", Cluster: clientcmdv1.Cluster{Server: "https://first"}},
 	}}}
-	ap, entry, err := clusterinventoryapi.SelectAccessProvider(profile, configured)
+	ap, entry, err := credentials.SelectAccessProvider(profile, configured)
 	if err != nil || ap.Name != "first" || entry.Cluster.Server != "https://first" {
 		t.Errorf("selected %q (%s), %v; want first", ap.Name, entry.Cluster.Server, err)
 	}
@@ -78,19 +78,19 @@ func TestSelectAccessProviderPrefersTheConfiguredOrder(t *testing.T) {
 	deprecated := &v1alpha1.ClusterProfile{Status: v1alpha1.ClusterProfileStatus{CredentialProviders: []v1alpha1.CredentialProvider{
 		{Name: "second", Cluster: clientcmdv1.Cluster{Server: "https://second"}},
 	}}}
-	if ap, _, err := clusterinventoryapi.SelectAccessProvider(deprecated, configured); err != nil || ap.Name != "second" {
+	if ap, _, err := credentials.SelectAccessProvider(deprecated, configured); err != nil || ap.Name != "second" {
 		t.Errorf("from credentialProviders: selected %q, %v; want second", ap.Name, err)
 	}
 
 	none := &v1alpha1.ClusterProfile{Status: v1alpha1.ClusterProfileStatus{AccessProviders: []v1alpha1.AccessProvider{{Name: "gcp"}}}}
-	_, _, err = clusterinventoryapi.SelectAccessProvider(none, configured)
-	if !errors.Is(err, clusterinventoryapi.ErrNoAccessProvider) || !strings.Contains(err.Error(), "gcp") {
+	_, _, err = credentials.SelectAccessProvider(none, configured)
+	if !errors.Is(err, credentials.ErrNoAccessProvider) || !strings.Contains(err.Error(), "gcp") {
 		t.Errorf("a profile offering nothing configured: %v", err)
 	}
 }
 
 func TestRESTConfigUsesTheConfiguredPluginAndPassesTheExtension(t *testing.T) {
-	ap := clusterinventoryapi.AccessProvider{Name: "token", ExecConfig: echo("client.authentication.k8s.io/v1", "{}")}
+	ap := credentials.AccessProvider{Name: "token", ExecConfig: echo("client.authentication.k8s.io/v1", "{}")}
 	entry := v1alpha1.AccessProvider{Name: "token", Cluster: clientcmdv1.Cluster{
 		Server:                   "https://member.example:6443",
 		CertificateAuthorityData: []byte("not a real CA, not read here"),
@@ -101,10 +101,10 @@ func TestRESTConfigUsesTheConfiguredPluginAndPassesTheExtension(t *testing.T) {
 		}},
 	}}
 	// proxy-url is refused unless the policy allows it.
-	if _, _, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{}); !errors.Is(err, pkgclusters.ErrKubeconfigRefused) || !strings.Contains(err.Error(), "proxy-url") {
+	if _, _, err := credentials.RESTConfig(ap, entry, credentials.ProfilePolicy{}); !errors.Is(err, pkgclusters.ErrKubeconfigRefused) || !strings.Contains(err.Error(), "proxy-url") {
 		t.Errorf("a profile's proxy-url was not refused by default: %v", err)
 	}
-	cfg, hash, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{AllowProxyURL: true})
+	cfg, hash, err := credentials.RESTConfig(ap, entry, credentials.ProfilePolicy{AllowProxyURL: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,37 +124,37 @@ func TestRESTConfigUsesTheConfiguredPluginAndPassesTheExtension(t *testing.T) {
 
 	// The hash follows the access information.
 	entry.Cluster.Server = "https://elsewhere.example:6443"
-	if _, other, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{AllowProxyURL: true}); err != nil || other == hash {
+	if _, other, err := credentials.RESTConfig(ap, entry, credentials.ProfilePolicy{AllowProxyURL: true}); err != nil || other == hash {
 		t.Errorf("a new server keeps the hash (%v)", err)
 	}
 
 	// A cluster entry may not make the controller read a local file.
 	entry.Cluster.CertificateAuthority = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt"
-	if _, _, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{AllowProxyURL: true}); !errors.Is(err, pkgclusters.ErrKubeconfigRefused) {
+	if _, _, err := credentials.RESTConfig(ap, entry, credentials.ProfilePolicy{AllowProxyURL: true}); !errors.Is(err, pkgclusters.ErrKubeconfigRefused) {
 		t.Errorf("a certificate-authority file was accepted: %v", err)
 	}
 	entry.Cluster.CertificateAuthority, entry.Cluster.Server = "", ""
-	if _, _, err := clusterinventoryapi.RESTConfig(ap, entry, clusterinventoryapi.ProfilePolicy{AllowProxyURL: true}); err == nil {
+	if _, _, err := credentials.RESTConfig(ap, entry, credentials.ProfilePolicy{AllowProxyURL: true}); err == nil {
 		t.Error("a cluster entry without a server was accepted")
 	}
 }
 
 func TestRESTConfigDecidesWhereCredentialsGo(t *testing.T) {
-	ap := clusterinventoryapi.AccessProvider{Name: "token", ExecConfig: echo("client.authentication.k8s.io/v1", "{}")}
+	ap := credentials.AccessProvider{Name: "token", ExecConfig: echo("client.authentication.k8s.io/v1", "{}")}
 	restricted := ap
 	restricted.AllowedServers = []string{"10.0.0.0/8", "*.fleet.example", "api.example.com:6443", "127.0.0.1:6443"}
-	hub := clusterinventoryapi.ProfilePolicy{HubServer: "https://hub.example:6443"}
+	hub := credentials.ProfilePolicy{HubServer: "https://hub.example:6443"}
 	for _, tc := range []struct {
-		ap      clusterinventoryapi.AccessProvider
+		ap      credentials.AccessProvider
 		cluster clientcmdv1.Cluster
-		policy  clusterinventoryapi.ProfilePolicy
+		policy  credentials.ProfilePolicy
 		refused string // part of the error, "" if accepted
 	}{
 		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443"}, hub, ""},
 		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", InsecureSkipTLSVerify: true}, hub, "insecure-skip-tls-verify"},
-		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", InsecureSkipTLSVerify: true}, clusterinventoryapi.ProfilePolicy{AllowInsecureSkipTLSVerify: true}, ""},
+		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", InsecureSkipTLSVerify: true}, credentials.ProfilePolicy{AllowInsecureSkipTLSVerify: true}, ""},
 		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", TLSServerName: "other"}, hub, "tls-server-name"},
-		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", TLSServerName: "other"}, clusterinventoryapi.ProfilePolicy{AllowTLSServerName: true}, ""},
+		{ap, clientcmdv1.Cluster{Server: "https://member.example:6443", TLSServerName: "other"}, credentials.ProfilePolicy{AllowTLSServerName: true}, ""},
 		{ap, clientcmdv1.Cluster{Server: "http://member.example:6443"}, hub, "not https"},
 		{ap, clientcmdv1.Cluster{Server: "https://127.0.0.1:6443"}, hub, "loopback"},
 		{ap, clientcmdv1.Cluster{Server: "https://[::1]"}, hub, "loopback"},
@@ -173,7 +173,7 @@ func TestRESTConfigDecidesWhereCredentialsGo(t *testing.T) {
 		{restricted, clientcmdv1.Cluster{Server: "https://127.0.0.1:6443"}, hub, ""}, // listed explicitly
 		{restricted, clientcmdv1.Cluster{Server: "https://127.0.0.1:6444"}, hub, "allowedServers"},
 	} {
-		_, _, err := clusterinventoryapi.RESTConfig(tc.ap, v1alpha1.AccessProvider{Name: "token", Cluster: tc.cluster}, tc.policy)
+		_, _, err := credentials.RESTConfig(tc.ap, v1alpha1.AccessProvider{Name: "token", Cluster: tc.cluster}, tc.policy)
 		switch {
 		case tc.refused == "" && err != nil:
 			t.Errorf("%s (allowed %v): refused: %v", tc.cluster.Server, tc.ap.AllowedServers, err)
@@ -181,4 +181,9 @@ func TestRESTConfigDecidesWhereCredentialsGo(t *testing.T) {
 			t.Errorf("%s (allowed %v): %v, want an error about %s", tc.cluster.Server, tc.ap.AllowedServers, err, tc.refused)
 		}
 	}
+}
+
+// echo is an exec config whose command prints out.
+func echo(apiVersion, out string) clientcmdv1.ExecConfig {
+	return clientcmdv1.ExecConfig{APIVersion: apiVersion, Command: "/bin/echo", Args: []string{out}, ProvideClusterInfo: true}
 }

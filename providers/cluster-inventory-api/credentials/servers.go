@@ -1,4 +1,4 @@
-package clusterinventoryapi
+package credentials
 
 import (
 	"context"
@@ -40,8 +40,9 @@ type ProfilePolicy struct {
 	// server's host. Default: refused.
 	AllowTLSServerName bool
 	// HubServer is the hub's API server URL, whose address profiles may not
-	// name unless an access provider's AllowedServers does. SetupWithManager
-	// sets it from the manager's host configuration when empty.
+	// name unless an access provider's AllowedServers does. The provider's
+	// SetupWithManager sets it from the manager's host configuration when
+	// empty.
 	HubServer string
 }
 
