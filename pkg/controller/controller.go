@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/mcruntime/multicluster-runtime/internal/engagements"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -77,12 +79,12 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 		return nil, fmt.Errorf("controller %q: must specify Reconciler", name)
 	}
 	c := &mcController[request]{
-		name:     name,
-		host:     mgr.GetLocalManager(),
-		clusters: map[multicluster.ClusterName]*engagement{},
-		timeout:  options.CacheSyncTimeout,
-		waiting:  map[request]time.Time{},
-		log:      mgr.GetLogger().WithValues("controller", name),
+		name:    name,
+		host:    mgr.GetLocalManager(),
+		timeout: options.CacheSyncTimeout,
+		waiting: map[request]time.Time{},
+		parked:  map[multicluster.ClusterName]*parking[request]{},
+		log:     mgr.GetLogger().WithValues("controller", name),
 	}
 	c.syncSeries.Max = metrics.MaxWatchSyncSeries
 	if owner, ok := mgr.(mcmanager.FleetOwner); ok {
@@ -144,19 +146,26 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 
 	syncSeries metrics.SeriesCap // clusters with series in WatchSyncFailures
 
-	mu       sync.RWMutex
-	sources  []mcsource.TypedSource[request]
-	clusters map[multicluster.ClusterName]*engagement
-	// live mirrors clusters (name → the engagement's context) for the
-	// lookup every reconcile makes: without mu, so that workers do not queue
-	// behind the writers of thousands of clusters engaging at start-up.
-	live  sync.Map
-	queue workqueue.TypedRateLimitingInterface[request] // set when the controller starts
-	ctx   context.Context                               // the controller's, set with queue
+	mu      sync.RWMutex // serializes writers of clusters with sources and queue
+	sources []mcsource.TypedSource[request]
+	// clusters holds this controller's engagement with each cluster (name →
+	// *engagement): its sources live within the engagement's context. It is
+	// the controller's only record of what it is engaged with; whether the
+	// fleet runs a cluster is asked of the engine. Written under mu, read
+	// without it by every reconcile, so that workers do not queue behind the
+	// writers of thousands of clusters engaging at start-up.
+	clusters sync.Map
+	queue    workqueue.TypedRateLimitingInterface[request] // set when the controller starts
+	ctx      context.Context                               // the controller's, set with queue
 
 	waitMu   sync.Mutex
-	waiting  map[request]time.Time // requests for joining clusters, since when
-	nWaiting atomic.Int32          // len(waiting), read without the lock on every reconcile
+	waiting  map[request]time.Time                          // requests for joining clusters, since when
+	parked   map[multicluster.ClusterName]*parking[request] // those waiting now, by cluster
+	nWaiting atomic.Int32                                   // len(waiting), read without the lock on every reconcile
+	// joinChecks counts the looks at requests for joining clusters: one when
+	// such a request first comes, and one per wake-up (the cluster changed
+	// state, or engaged with this controller). Tests count it.
+	joinChecks atomic.Int64
 }
 
 // engagement is one cluster's membership in this controller.
@@ -164,6 +173,44 @@ type engagement struct {
 	cl     cluster.Cluster
 	ctx    context.Context
 	cancel context.CancelFunc
+
+	mu      sync.Mutex
+	started []startedSource // the sources started in the cluster, for StartedIn
+}
+
+// startedSource is a source started in a cluster, within one attempt.
+type startedSource struct {
+	src     any
+	attempt context.Context
+}
+
+// record notes src as started in the cluster within attempt; sources of
+// attempts that ended are forgotten.
+func (e *engagement) record(src any, attempt context.Context) {
+	e.mu.Lock()
+	e.started = append(slices.DeleteFunc(e.started, func(s startedSource) bool { return s.attempt.Err() != nil }), startedSource{src: src, attempt: attempt})
+	e.mu.Unlock()
+}
+
+var _ engagements.Record = &mcController[mcreconcile.Request]{}
+
+// StartedIn returns the sources this controller started in the cluster
+// engaged under name. It is how sources that route events by cluster name
+// (mcsource.Channel) know the clusters this controller is engaged with.
+func (c *mcController[request]) StartedIn(name multicluster.ClusterName) []any {
+	e := c.lookup(name)
+	if e == nil || e.ctx.Err() != nil {
+		return nil
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]any, 0, len(e.started))
+	for _, s := range e.started {
+		if s.attempt.Err() == nil {
+			out = append(out, s.src)
+		}
+	}
+	return out
 }
 
 var _ Controller = &mcController[mcreconcile.Request]{}
@@ -214,7 +261,8 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if old, ok := c.clusters[name]; ok && old.cl == cl && old.ctx.Err() == nil {
+	old := c.lookup(name)
+	if old != nil && old.cl == cl && old.ctx.Err() == nil {
 		return nil, nil, nil
 	}
 	if c.ctx != nil && c.ctx.Err() != nil {
@@ -222,16 +270,34 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 	}
 	ectx, cancel := context.WithCancel(ctx)
 	e := &engagement{cl: cl, ctx: ectx, cancel: cancel}
-	if old, ok := c.clusters[name]; ok {
+	if old != nil {
 		old.cancel()
 	}
-	c.clusters[name] = e
-	c.live.Store(name, e.ctx)
+	c.clusters.Store(name, e)
 	context.AfterFunc(ectx, func() { c.forget(name, e) })
+	c.wake(name) // requests waiting for the cluster
 	if c.queue == nil {
 		return e, nil, nil
 	}
 	return e, append([]mcsource.TypedSource[request]{}, c.sources...), nil
+}
+
+// lookup returns this controller's engagement with name, nil if none.
+func (c *mcController[request]) lookup(name multicluster.ClusterName) *engagement {
+	if e, ok := c.clusters.Load(name); ok {
+		return e.(*engagement)
+	}
+	return nil
+}
+
+// engaged returns every engagement of this controller; under mu.
+func (c *mcController[request]) engagedLocked() map[multicluster.ClusterName]*engagement {
+	out := map[multicluster.ClusterName]*engagement{}
+	c.clusters.Range(func(name, e any) bool {
+		out[name.(multicluster.ClusterName)] = e.(*engagement)
+		return true
+	})
+	return out
 }
 
 // engagement returns the context of this controller's engagement with the
@@ -242,8 +308,8 @@ func (c *mcController[request]) engagement(name multicluster.ClusterName) contex
 	if name == "" {
 		return context.Background()
 	}
-	if ctx, ok := c.live.Load(name); ok {
-		return ctx.(context.Context)
+	if e := c.lookup(name); e != nil {
+		return e.ctx
 	}
 	return nil
 }
@@ -255,10 +321,7 @@ func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[reque
 	c.sources = append(c.sources, src)
 	var engaged map[multicluster.ClusterName]*engagement
 	if c.queue != nil {
-		engaged = make(map[multicluster.ClusterName]*engagement, len(c.clusters))
-		for name, e := range c.clusters {
-			engaged[name] = e
-		}
+		engaged = c.engagedLocked()
 	}
 	c.mu.Unlock()
 
@@ -290,10 +353,13 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 	var syncing []source.TypedSyncingSource[request]
 	go func() {
 		var errs []error
+		startCtx := engagements.With(attempt, c)
 		for _, s := range srcs {
 			src, err := s.ForCluster(name, e.cl)
 			if err == nil && src != nil {
-				err = src.Start(attempt, q)
+				// Recorded first: it may route its first event at once.
+				e.record(src, attempt)
+				err = src.Start(startCtx, q)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("starting %v: %w", s, err))
@@ -455,10 +521,7 @@ const (
 // forget removes the engagement e of name, unless it was replaced.
 func (c *mcController[request]) forget(name multicluster.ClusterName, e *engagement) {
 	c.mu.Lock()
-	if c.clusters[name] == e {
-		delete(c.clusters, name)
-		c.live.Delete(name)
-	}
+	c.clusters.CompareAndDelete(name, e)
 	c.mu.Unlock()
 }
 
@@ -483,18 +546,15 @@ func (s *queueSource[request]) Start(ctx context.Context, q workqueue.TypedRateL
 	hostCtx, cancelHost := context.WithCancel(ctx)
 	// The host is engaged for the controller's lifetime under the name "";
 	// sources decide whether they watch it.
-	c.clusters[""] = &engagement{cl: c.host, ctx: hostCtx, cancel: cancelHost}
-	pending := make(map[multicluster.ClusterName]*engagement, len(c.clusters))
-	for name, e := range c.clusters {
-		pending[name] = e
-	}
+	c.clusters.Store("", &engagement{cl: c.host, ctx: hostCtx, cancel: cancelHost})
+	pending := c.engagedLocked()
 	srcs := append([]mcsource.TypedSource[request](nil), c.sources...)
 	c.mu.Unlock()
 
 	// When the controller stops, so do its watches in every cluster.
 	context.AfterFunc(ctx, func() {
 		c.mu.Lock()
-		for _, e := range c.clusters {
+		for _, e := range c.engagedLocked() {
 			e.cancel()
 		}
 		c.mu.Unlock()
@@ -510,108 +570,4 @@ func (s *queueSource[request]) Start(ctx context.Context, q workqueue.TypedRateL
 
 func (s *queueSource[request]) String() string {
 	return fmt.Sprintf("multi-cluster sources of %q", s.c.name)
-}
-
-// notEngaged decides about a request for a cluster this controller is not
-// engaged with. A cluster that is joining (being started, or engaged with the
-// fleet while this controller's watches are set up) gets its requests back
-// until it is engaged, for at most CacheSyncTimeout: hub-to-fleet fan-out may
-// name a member before it has joined. Any other request is dropped for a
-// stated reason, logged and counted.
-func (c *mcController[request]) notEngaged(req request) reconcile.Result {
-	reason := "cluster-not-engaged"
-	if c.fleet != nil {
-		if state, known := c.fleet.State(req.Cluster()); known {
-			switch state {
-			case fleet.StateDisconnected:
-				reason = "cluster-disconnected"
-			case fleet.StateWanted:
-				if c.fleet.Joining(req.Cluster()) {
-					reason = ""
-				} else {
-					reason = "cluster-not-owned"
-				}
-			default:
-				reason = ""
-			}
-		}
-	}
-	if reason == "" {
-		c.waitMu.Lock()
-		since, ok := c.waiting[req]
-		if !ok {
-			since = time.Now()
-			c.waiting[req] = since
-			c.nWaiting.Store(int32(len(c.waiting)))
-		}
-		c.waitMu.Unlock()
-		if time.Since(since) < c.timeout {
-			return reconcile.Result{RequeueAfter: joinPollInterval}
-		}
-		reason = "cluster-join-timeout"
-	}
-	c.stopWaiting(req)
-	metrics.DroppedRequests.WithLabelValues(c.name, reason).Inc()
-	c.log.Info("Dropping request", "cluster", req.Cluster(), "request", fmt.Sprint(req), "reason", reason)
-	return reconcile.Result{}
-}
-
-// stopping reports whether the controller is shutting down, which ends
-// every engagement; a reconcile then ends as controller-runtime ends it.
-func (c *mcController[request]) stopping() bool {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return c.ctx != nil && c.ctx.Err() != nil
-}
-
-// hold marks a reconcile against the cluster in flight with the fleet engine,
-// so that the cluster's fence waits for it; ok is false when the engine knows
-// the cluster but does not run it here. The host, and clusters engaged with
-// this controller by something other than the engine, need no hold.
-func (c *mcController[request]) hold(name multicluster.ClusterName) (done func(), ok bool) {
-	if c.fleet == nil || name == "" {
-		return func() {}, true
-	}
-	_, done, ok = c.fleet.Hold(name)
-	if ok {
-		return done, true
-	}
-	if _, known := c.fleet.State(name); known {
-		return nil, false
-	}
-	return func() {}, true
-}
-
-// disengagedDuring handles a request whose cluster's engagement ended while
-// it was reconciled: its context was cancelled. If the same name is engaged
-// again, or on its way (a replaced instance: rotated credentials, a
-// reconnect), the request is requeued: requests no watch produces again (hub
-// fan-out, channel events, RequeueAfter chains) are not lost. Otherwise it is
-// dropped: whatever it failed to do is done again from the initial list of
-// the cluster when it is engaged again.
-func (c *mcController[request]) disengagedDuring(req request, err error) reconcile.Result {
-	if now := c.engagement(req.Cluster()); (now != nil && now.Err() == nil) || (c.fleet != nil && c.fleet.Joining(req.Cluster())) {
-		c.log.V(1).Info("Requeueing request: its cluster was replaced while it was reconciled", "cluster", req.Cluster(), "request", fmt.Sprint(req))
-		return reconcile.Result{RequeueAfter: time.Millisecond}
-	}
-	metrics.DroppedRequests.WithLabelValues(c.name, "cluster-disengaged").Inc()
-	log := c.log.WithValues("cluster", req.Cluster(), "request", fmt.Sprint(req), "reason", "cluster-disengaged")
-	if err != nil {
-		log = log.WithValues("reconcileError", err.Error())
-	}
-	log.Info("Dropping request: its cluster was disengaged while it was reconciled")
-	return reconcile.Result{}
-}
-
-// joinPollInterval is how often a request for a joining cluster is retried.
-const joinPollInterval = 100 * time.Millisecond
-
-func (c *mcController[request]) stopWaiting(req request) {
-	if c.nWaiting.Load() == 0 {
-		return // the common case, on every reconcile: nothing waits
-	}
-	c.waitMu.Lock()
-	delete(c.waiting, req)
-	c.nWaiting.Store(int32(len(c.waiting)))
-	c.waitMu.Unlock()
 }

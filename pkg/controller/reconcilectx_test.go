@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
 
@@ -134,7 +133,7 @@ func TestReconcileContextRegistersOnlyWhenAsked(t *testing.T) {
 // clusters engaging at start-up, the controller's lock is taken for writing
 // thousands of times; the lookup must not queue behind those writers.
 func TestEngagementLookupDoesNotWaitForWriters(t *testing.T) {
-	c := &mcController[mcreconcile.Request]{clusters: map[multicluster.ClusterName]*engagement{}}
+	c := &mcController[mcreconcile.Request]{}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if _, _, err := c.engage(ctx, "member", nil); err != nil {

@@ -71,6 +71,10 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 		return
 	}
 	rec.state = to
+	if rec.changed != nil {
+		close(rec.changed)
+		rec.changed = nil
+	}
 	if from != "" {
 		metrics.Clusters.WithLabelValues(string(from)).Dec()
 	}
@@ -173,6 +177,23 @@ func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
 		return StateGone, false
 	}
 	return rec.state, true
+}
+
+// Changed returns a channel closed at name's next change of state: when it
+// engages, is given up on (disconnected) or removed. For a name the engine
+// does not know, the channel is closed already. Controllers wait on it for
+// the clusters their requests name before those clusters have joined.
+func (e *Engine) Changed(name multicluster.ClusterName) <-chan struct{} {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rec, ok := e.records[name]
+	if !ok {
+		return closedChan
+	}
+	if rec.changed == nil {
+		rec.changed = make(chan struct{})
+	}
+	return rec.changed
 }
 
 // Joining reports whether name is on its way to being engaged on this

@@ -17,6 +17,9 @@ import (
 type record struct {
 	name  multicluster.ClusterName
 	state State
+	// changed is closed, and cleared, at the next change of state (Changed);
+	// nil while nobody waits for one.
+	changed chan struct{}
 
 	// member is what the provider wants: published with SetMember, or adopted
 	// through Engage (member.adopted), then owner is the provider's context the

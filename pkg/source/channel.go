@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/mcruntime/multicluster-runtime/internal/engagements"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -28,10 +30,12 @@ type GenericEvent[object client.Object] struct {
 }
 
 // Channel delivers the generic events sent on ch to the handler of the
-// event's cluster. Events for a cluster that is not engaged are dropped.
-// One goroutine reads ch while at least one cluster is engaged.
+// event's cluster. Events for a cluster that is not engaged are dropped. It
+// keeps no record of the clusters: the controller that starts it (see
+// pkg/controller) is asked which clusters it started the source in. One
+// goroutine reads ch while the source runs in at least one cluster.
 func Channel[object client.Object](ch <-chan GenericEvent[object], h mchandler.TypedEventHandlerFunc[object, mcreconcile.Request], predicates ...predicate.TypedPredicate[object]) *ChannelSource[object] {
-	return &ChannelSource[object]{ch: ch, handler: h, predicates: predicates, clusters: map[multicluster.ClusterName]*channelTarget[object]{}}
+	return &ChannelSource[object]{ch: ch, handler: h, predicates: predicates}
 }
 
 // ChannelSource is the Source returned by Channel.
@@ -40,15 +44,10 @@ type ChannelSource[object client.Object] struct {
 	handler    mchandler.TypedEventHandlerFunc[object, mcreconcile.Request]
 	predicates []predicate.TypedPredicate[object]
 
-	mu       sync.Mutex
-	clusters map[multicluster.ClusterName]*channelTarget[object]
-	stop     chan struct{} // stops the running dispatcher; nil when none runs
-}
-
-type channelTarget[object client.Object] struct {
-	ctx     context.Context
-	queue   workqueue.TypedRateLimitingInterface[mcreconcile.Request]
-	handler handler.TypedEventHandler[object, mcreconcile.Request]
+	mu      sync.Mutex
+	engaged engagements.Record // the controller's that started the source
+	running int                // registrations started and not ended
+	stop    chan struct{}      // stops the running dispatcher; nil when none runs
 }
 
 var _ Source = &ChannelSource[client.Object]{}
@@ -66,29 +65,43 @@ func (c *ChannelSource[object]) String() string {
 	return fmt.Sprintf("channel source: %T", *new(object))
 }
 
+// channelRegistration is the source in one cluster: the controller records
+// it with its engagement of the cluster, where the dispatcher finds it.
 type channelRegistration[object client.Object] struct {
 	src     *ChannelSource[object]
 	name    multicluster.ClusterName
 	handler handler.TypedEventHandler[object, mcreconcile.Request]
+	target  atomic.Pointer[channelTarget] // set by Start
+}
+
+type channelTarget struct {
+	ctx   context.Context
+	queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]
 }
 
 func (r *channelRegistration[object]) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
 	c := r.src
-	target := &channelTarget[object]{ctx: ctx, queue: q, handler: r.handler}
+	rec, ok := engagements.From(ctx)
+	if !ok {
+		return fmt.Errorf("mcsource.Channel: cluster %q: started by something other than a multi-cluster controller, which routes its events", r.name)
+	}
 	c.mu.Lock()
-	c.clusters[r.name] = target
+	if c.engaged != nil && c.engaged != rec {
+		c.mu.Unlock()
+		return fmt.Errorf("mcsource.Channel: cluster %q: the source already serves another controller", r.name)
+	}
+	c.engaged = rec
+	r.target.Store(&channelTarget{ctx: ctx, queue: q})
+	c.running++
 	if c.stop == nil {
 		c.stop = make(chan struct{})
-		go c.dispatch(c.stop)
+		go c.dispatch(c.stop, rec)
 	}
 	c.mu.Unlock()
 	context.AfterFunc(ctx, func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.clusters[r.name] == target {
-			delete(c.clusters, r.name)
-		}
-		if len(c.clusters) == 0 && c.stop != nil {
+		if c.running--; c.running == 0 && c.stop != nil {
 			close(c.stop)
 			c.stop = nil
 		}
@@ -96,11 +109,24 @@ func (r *channelRegistration[object]) Start(ctx context.Context, q workqueue.Typ
 	return nil
 }
 
+// registration returns this source's running registration in the cluster
+// engaged under name, nil if there is none.
+func (c *ChannelSource[object]) registration(rec engagements.Record, name multicluster.ClusterName) (*channelRegistration[object], *channelTarget) {
+	for _, s := range rec.StartedIn(name) {
+		if r, ok := s.(*channelRegistration[object]); ok && r.src == c {
+			if t := r.target.Load(); t != nil && t.ctx.Err() == nil {
+				return r, t
+			}
+		}
+	}
+	return nil, nil
+}
+
 func (r *channelRegistration[object]) String() string {
 	return fmt.Sprintf("channel source: %T in cluster %q", *new(object), r.name)
 }
 
-func (c *ChannelSource[object]) dispatch(stop chan struct{}) {
+func (c *ChannelSource[object]) dispatch(stop chan struct{}, rec engagements.Record) {
 	for {
 		select {
 		case <-stop:
@@ -109,17 +135,15 @@ func (c *ChannelSource[object]) dispatch(stop chan struct{}) {
 			if !ok {
 				return
 			}
-			c.mu.Lock()
-			target := c.clusters[ev.ClusterName]
-			c.mu.Unlock()
-			if target == nil {
+			r, target := c.registration(rec, ev.ClusterName)
+			if r == nil {
 				metrics.DroppedRequests.WithLabelValues("channel-source", "cluster-not-engaged").Inc()
 				log.Info("Dropping generic event for a cluster that is not engaged", "cluster", ev.ClusterName)
 				continue
 			}
 			evt := event.TypedGenericEvent[object]{Object: ev.Object}
 			if c.accepts(evt) {
-				target.handler.Generic(target.ctx, evt, target.queue)
+				r.handler.Generic(target.ctx, evt, target.queue)
 			}
 		}
 	}

@@ -16,6 +16,7 @@ import (
 var (
 	_ multicluster.Provider         = &Provider{}
 	_ multicluster.ProviderRunnable = &Provider{}
+	_ multicluster.ListingProvider  = &Provider{}
 )
 
 // Provider engages the clusters added to it. Clusters added before the
@@ -31,11 +32,12 @@ type Provider struct {
 	started bool
 	pending map[multicluster.ClusterName]cluster.Cluster
 	lives   map[multicluster.ClusterName]func() bool // stops the AfterFunc on the caller's ctx
+	listed  chan struct{}                            // closed once the clusters added before Start are published
 }
 
 // New returns a provider without clusters.
 func New() *Provider {
-	p := &Provider{pending: map[multicluster.ClusterName]cluster.Cluster{}, lives: map[multicluster.ClusterName]func() bool{}}
+	p := &Provider{pending: map[multicluster.ClusterName]cluster.Cluster{}, lives: map[multicluster.ClusterName]func() bool{}, listed: make(chan struct{})}
 	p.View = p.members.View()
 	return p
 }
@@ -56,10 +58,16 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	for name, cl := range pending {
 		p.members.SetCluster(name, cl, nil)
 	}
+	close(p.listed)
 	<-ctx.Done()
 	p.members.Wait()
 	return nil
 }
+
+// Listed is closed once Start has published the clusters added before it
+// (multicluster.ListingProvider): the manager is not Ready before they are
+// engaged, or given up on.
+func (p *Provider) Listed() <-chan struct{} { return p.listed }
 
 // Add engages cl under name. Before the provider has started, the cluster is
 // kept and engaged on start; after, Add returns once the cluster is engaged,

@@ -12,6 +12,7 @@ import (
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/clusters"
 	"github.com/mcruntime/multicluster-runtime/providers/nop"
@@ -121,4 +122,44 @@ func TestNopProviderHasNoClusters(t *testing.T) {
 	fleettest.RunManager(t, mgr)
 	testbed.CreateConfigMap(t, host, ns, "cm", nil)
 	rec.WaitFor(t, 1, "", ns, "cm")
+}
+
+// The providers have listed once the clusters added before the manager
+// started are published: the manager's readiness waits for that, then for
+// the clusters themselves.
+func TestListedOncePublishedAtStart(t *testing.T) {
+	early := clusters.New()
+	if err := early.Add(context.Background(), "listed-early", testbed.NewCluster(t, fleet.Config(1))); err != nil {
+		t.Fatal(err)
+	}
+	one := single.New("listed-single", testbed.NewCluster(t, fleet.Config(1)))
+	for name, p := range map[string]interface {
+		multicluster.Provider
+		multicluster.ListingProvider
+	}{"listed-early": early, "listed-single": one} {
+		if isListed(p.Listed()) {
+			t.Fatalf("%s: listed before the provider started", name)
+		}
+		mgr := fleettest.NewManager(t, fleet.Config(0), p)
+		fleettest.RunManager(t, mgr)
+		engine := mgr.(mcmanager.FleetOwner).Fleet()
+		fleettest.Eventually(t, 0, func() error {
+			if !isListed(p.Listed()) {
+				return fmt.Errorf("%s: not listed", name)
+			}
+			return nil
+		})
+		if _, known := engine.State(name); !known {
+			t.Fatalf("listed before %s was published", name)
+		}
+	}
+}
+
+func isListed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }

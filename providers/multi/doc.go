@@ -13,4 +13,10 @@
 // and stopped when it is removed; removing a provider disengages all of its
 // clusters. A provider that is not runnable only serves Get and IndexField:
 // clusters it engages by other means are not prefixed.
+//
+// The multi provider keeps no record of the clusters: its inner providers
+// hand them, prefixed, to the fleet engine, which holds them. Started with an
+// Aware that is not the manager (a test's tracker, say), it runs an engine of
+// its own for that Aware. It is a multicluster.ListingProvider: listed once
+// every inner provider registered at start that lists has listed.
 package multi

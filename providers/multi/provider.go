@@ -21,6 +21,7 @@ import (
 var (
 	_ multicluster.Provider         = &Provider{}
 	_ multicluster.ProviderRunnable = &Provider{}
+	_ multicluster.ListingProvider  = &Provider{}
 )
 
 // DefaultSeparator joins a prefix and a cluster name when
@@ -44,7 +45,8 @@ type Provider struct {
 	providers map[string]*innerProvider
 	indexes   []index
 	ctx       context.Context // the run's, once started
-	aware     multicluster.Aware
+	fleet     fleetDoor       // where inner providers' clusters go, once started
+	listed    chan struct{}   // closed once the providers registered at Start have listed
 }
 
 type index struct {
@@ -74,6 +76,7 @@ func New(opts Options) *Provider {
 		sep:       opts.Separator,
 		log:       logf.Log.WithName("multi-provider"),
 		providers: map[string]*innerProvider{},
+		listed:    make(chan struct{}),
 	}
 }
 
@@ -182,11 +185,31 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 		m.mu.Unlock()
 		return fmt.Errorf("multi provider: %w", multicluster.ErrAlreadyStarted)
 	}
-	m.ctx, m.aware = ctx, aware
+	// The fleet engine keeps the one record of the clusters: the manager's,
+	// or one of the multi provider's own for an Aware that is not a
+	// fleet.Publisher (a test's tracker, say).
+	var own sync.WaitGroup
+	door, ok := aware.(fleetDoor)
+	if !ok {
+		engine := mcfleet.New(mcfleet.Options{Logger: m.log})
+		engine.Subscribe(aware)
+		own.Go(func() {
+			if err := engine.Start(ctx); err != nil {
+				m.log.Error(err, "Fleet engine stopped")
+			}
+		})
+		door = engine
+	}
+	m.ctx, m.fleet = ctx, door
+	var listing []*innerProvider
 	for _, ip := range m.providers {
 		m.startLocked(ip)
+		if _, ok := ip.provider.(multicluster.ListingProvider); ok && ip.done != nil {
+			listing = append(listing, ip)
+		}
 	}
 	m.mu.Unlock()
+	go m.waitListed(ctx, listing)
 
 	<-ctx.Done()
 
@@ -201,7 +224,29 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	for _, done := range running {
 		<-done
 	}
+	own.Wait()
 	return nil
+}
+
+// Listed is closed once every inner provider registered when Start ran
+// that is a multicluster.ListingProvider has listed its clusters, or was
+// removed (multicluster.ListingProvider). Providers added later do not hold
+// back a readiness the replica has already reached. It stays open if the
+// multi provider stops before.
+func (m *Provider) Listed() <-chan struct{} { return m.listed }
+
+// waitListed closes m.listed once every provider of listing has listed or
+// was removed.
+func (m *Provider) waitListed(ctx context.Context, listing []*innerProvider) {
+	for _, ip := range listing {
+		select {
+		case <-ip.provider.(multicluster.ListingProvider).Listed():
+		case <-ip.ctx.Done(): // removed, or the multi provider stopped
+		}
+	}
+	if ctx.Err() == nil {
+		close(m.listed)
+	}
 }
 
 // startLocked starts ip if it is ready, the multi provider runs, and it has
@@ -216,10 +261,7 @@ func (m *Provider) startLocked(ip *innerProvider) {
 		return
 	}
 	ip.done = make(chan struct{})
-	var aware multicluster.Aware = &prefixedAware{inner: ip, sep: m.sep, aware: m.aware}
-	if pub, ok := m.aware.(mcfleet.Publisher); ok {
-		aware = &prefixedPublisher{prefixedAware: aware.(*prefixedAware), pub: pub}
-	}
+	aware := &prefixed{inner: ip, sep: m.sep, fleet: m.fleet}
 	log := m.log.WithValues("provider", ip.prefix)
 	go func() {
 		defer close(ip.done)
@@ -269,54 +311,55 @@ func (m *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 	return errors.Join(errs...)
 }
 
-// prefixedAware engages an inner provider's clusters under prefixed names,
-// for no longer than the inner provider stays registered.
-type prefixedAware struct {
-	inner *innerProvider
-	sep   string
-	aware multicluster.Aware
+// fleetDoor is how clusters enter the fleet engine: published (SetMember)
+// or adopted (Engage). The manager and fleet.Engine are both.
+type fleetDoor interface {
+	multicluster.Aware
+	mcfleet.Publisher
 }
 
-func (a *prefixedAware) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	ectx, cancel := context.WithCancel(ctx)
-	// Removing the provider ends the engagement even if the provider does not.
-	stop := context.AfterFunc(a.inner.ctx, cancel)
-	context.AfterFunc(ectx, func() { stop() })
-	full := a.inner.prefix + a.sep + name
+// prefixed is what inner providers are started with: it hands their
+// clusters to the fleet engine under prefixed names. That is all the multi
+// provider adds; the engine keeps the clusters. Engagements end when the
+// inner provider is removed, even if it does not end them itself; published
+// members are removed by the inner provider when its context ends, which
+// removing it does.
+type prefixed struct {
+	inner *innerProvider
+	sep   string
+	fleet fleetDoor
+}
+
+var _ fleetDoor = &prefixed{}
+
+func (p *prefixed) name(name multicluster.ClusterName) multicluster.ClusterName {
+	return p.inner.prefix + p.sep + name
+}
+
+func (p *prefixed) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	full := p.name(name)
 	if err := pkgclusters.ValidateClusterName(full); err != nil {
-		cancel()
-		return fmt.Errorf("provider %q: %w", a.inner.prefix, err)
+		return fmt.Errorf("provider %q: %w", p.inner.prefix, err)
 	}
-	if err := a.aware.Engage(ectx, full, cl); err != nil {
+	ectx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(p.inner.ctx, cancel)
+	context.AfterFunc(ectx, func() { stop() })
+	if err := p.fleet.Engage(ectx, full, cl); err != nil {
 		cancel()
 		return err
 	}
 	return nil
 }
 
-// prefixedPublisher publishes an inner provider's members to the fleet engine
-// under prefixed names. The inner provider removes its members when its
-// context ends, which removing it from the multi provider does.
-type prefixedPublisher struct {
-	*prefixedAware
-	pub mcfleet.Publisher
-}
-
-var _ mcfleet.Publisher = &prefixedPublisher{}
-
-func (p *prefixedPublisher) name(name multicluster.ClusterName) multicluster.ClusterName {
-	return p.inner.prefix + p.sep + name
-}
-
-func (p *prefixedPublisher) SetMember(m mcfleet.Member) {
+func (p *prefixed) SetMember(m mcfleet.Member) {
 	m.Name = p.name(m.Name)
-	p.pub.SetMember(m)
+	p.fleet.SetMember(m)
 }
 
-func (p *prefixedPublisher) RemoveMember(name multicluster.ClusterName) {
-	p.pub.RemoveMember(p.name(name))
+func (p *prefixed) RemoveMember(name multicluster.ClusterName) {
+	p.fleet.RemoveMember(p.name(name))
 }
 
-func (p *prefixedPublisher) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
-	return p.pub.Lookup(p.name(name))
+func (p *prefixed) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
+	return p.fleet.Lookup(p.name(name))
 }

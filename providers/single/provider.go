@@ -14,6 +14,7 @@ import (
 var (
 	_ multicluster.Provider         = &Provider{}
 	_ multicluster.ProviderRunnable = &Provider{}
+	_ multicluster.ListingProvider  = &Provider{}
 )
 
 // Provider serves one cluster under one name.
@@ -36,6 +37,11 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	}
 	return p.inner.Start(ctx, aware)
 }
+
+// Listed is closed once Start has published the cluster
+// (multicluster.ListingProvider): the manager is not Ready before it is
+// engaged, or given up on.
+func (p *Provider) Listed() <-chan struct{} { return p.inner.Listed() }
 
 // Get returns the cluster if name is its name and it is engaged.
 func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
