@@ -258,8 +258,7 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		rec.mu.Unlock()
 		// Scheduled once engaged (the scheduler skips a record that is not),
 		// still under the engine's read lock, so that no exclusive change of
-		// the record comes in between; the probe queue's lock comes before
-		// the record's.
+		// the record comes in between.
 		e.probes.schedule(rec, time.Now().Add(e.opts.Health.Interval))
 		e.mu.RUnlock()
 		metrics.Engagements.WithLabelValues("success").Inc()

@@ -200,12 +200,15 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	}
 	e.mu.RUnlock()
 
-	e.mu.Lock()
+	// Anything else changes this record alone: under its own lock, so that
+	// probes failing across a starved fleet do not queue every attempt and
+	// reconciler behind the engine's exclusive lock.
 	e.probes.mu.Lock()
 	rec.probing = false
 	e.probes.mu.Unlock()
+	unlock := e.lockRecord(rec)
 	if rec.cur != in || !e.records.is(rec.name, rec) {
-		e.mu.Unlock()
+		unlock()
 		return
 	}
 	gauge := 0.0
@@ -243,7 +246,7 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 			e.probes.schedule(rec, now.Add(rec.backoff))
 		}
 	}
-	e.mu.Unlock()
+	unlock()
 	if refresh != nil {
 		refresh()
 	}

@@ -21,8 +21,9 @@ import (
 // under the engine's exclusive lock, or under its read lock with mu (read- or
 // write-locked). Start-up, where thousands of clusters are started and engaged
 // at once, takes the second way: attempts of different clusters never wait
-// for each other. Lock order: engMu, the engine's lock, the probe queue's
-// lock, mu.
+// for each other; so do probes' answers. Lock order: engMu, the engine's lock,
+// mu, the probe queue's lock; the probe scheduler, which holds the queue's
+// lock, only tries a record's (TryRLock) and never waits for it.
 type record struct {
 	mu    sync.RWMutex
 	name  multicluster.ClusterName
