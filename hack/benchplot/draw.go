@@ -45,6 +45,9 @@ func draw(p plot, runs []run1) (string, bool) {
 					}
 					g = strings.TrimPrefix(rest, "/")
 				}
+				if p.group != "" && g != p.group {
+					continue
+				}
 				if _, seen := values[g]; !seen {
 					groups = append(groups, g)
 				}

@@ -36,6 +36,9 @@ type plot struct {
 	axis   string   // value axis title, with its unit
 	xaxis  string   // what the groups are
 	series []series // metrics drawn, in legend order
+	// group, if set, is the one sub-benchmark parameter drawn: the size the
+	// reference was measured at.
+	group string
 }
 
 type series struct {
@@ -73,6 +76,9 @@ var Plots = []plot{
 		"KB per cluster (lower is better)", "KB-heap/cluster", "multicluster-runtime"),
 	scalePlot("scale-idle", "Idle CPU over two probe intervals once every object is reconciled",
 		"% of one core (lower is better)", "%core-idle", "multicluster-runtime (health probes on)"),
+	{file: "scale-engine-lock", family: "Scale", title: "Waits for the fleet engine's lock until every object is reconciled, summed over goroutines",
+		axis: "µs waited per cluster (lower is better)", xaxis: "clusters",
+		series: []series{{"µs-engine-lock/cluster", "multicluster-runtime", "multicluster"}}, group: "clusters=1000"},
 	{file: "probe-cpu", family: "ProbeCost", title: "CPU per health probe, 1,000 engaged clusters at the default interval",
 		axis: "µs of CPU per probe (lower is better)", xaxis: "",
 		series: []series{{"cpu-µs/probe", "multicluster-runtime", ""}}},

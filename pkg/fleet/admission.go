@@ -61,6 +61,7 @@ func (e *Engine) drain(name multicluster.ClusterName, stop []*instance) {
 }
 
 // admitLocked starts an attempt for rec's member if this replica may run it.
+// Under the engine's exclusive lock, or lockRecord.
 func (e *Engine) admitLocked(rec *record) {
 	adm := e.opts.Admission
 	if rec.member == nil || e.base.Err() != nil {
@@ -94,7 +95,7 @@ func (e *Engine) acquire(rec *record) {
 	fence, release, err := e.opts.Admission.Acquire(e.ctx, rec.name)
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	wanted := e.ctx.Err() == nil && e.records[rec.name] == rec && rec.member != nil && e.opts.Admission.Owns(rec.name)
+	wanted := e.ctx.Err() == nil && e.records.is(rec.name, rec) && rec.member != nil && e.opts.Admission.Owns(rec.name)
 	if err != nil {
 		rec.acquiring = false
 		if !wanted {
@@ -107,7 +108,7 @@ func (e *Engine) acquire(rec *record) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			rec.acquiring = false
-			if e.ctx.Err() == nil && e.records[rec.name] == rec && rec.fence == nil {
+			if e.ctx.Err() == nil && e.records.is(rec.name, rec) && rec.fence == nil {
 				e.admitLocked(rec)
 			}
 		})
@@ -159,7 +160,7 @@ func (e *Engine) unadmitLocked(rec *record, why string) {
 func (e *Engine) reassign() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, rec := range e.records {
+	for rec := range e.records.all() {
 		owns := e.opts.Admission.Owns(rec.name)
 		switch {
 		case owns && rec.state == StateWanted:

@@ -21,9 +21,10 @@ func (e *Engine) SetMember(m Member) {
 		return
 	}
 	m.adopted = false
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	rec := e.recordLocked(m.Name)
+	// Under the read lock and the record's: a provider publishing its fleet
+	// at start-up does not hold up the attempts it started already.
+	rec, unlock := e.lockNewRecord(m.Name)
+	defer unlock()
 	if rec.member != nil && rec.member.adopted && rec.owner != nil && rec.owner.ctx.Err() != nil {
 		// Its provider let go of it already (the removal is on its way): the
 		// published member replaces it.
@@ -49,7 +50,7 @@ func (e *Engine) SetMember(m Member) {
 // RemoveMember removes a member: it is disengaged and torn down.
 func (e *Engine) RemoveMember(name multicluster.ClusterName) {
 	e.mu.Lock()
-	rec, ok := e.records[name]
+	rec, ok := e.records.get(name)
 	if !ok {
 		e.mu.Unlock()
 		return
@@ -60,7 +61,7 @@ func (e *Engine) RemoveMember(name multicluster.ClusterName) {
 }
 
 // attemptLocked starts building and starting rec's member, abandoning any
-// attempt in flight.
+// attempt in flight. Under the engine's exclusive lock, or lockRecord.
 func (e *Engine) attemptLocked(rec *record) {
 	rec.gen++
 	gen := rec.gen
@@ -88,14 +89,14 @@ func (e *Engine) attemptLocked(rec *record) {
 func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent context.Context) {
 	in, err := e.start(rec, gen, mp, m, parent)
 	if err == nil {
-		e.mu.Lock()
+		unlock := e.lockRecord(rec)
 		if rec.gen != gen {
-			e.mu.Unlock()
+			unlock()
 			e.teardown(rec.name, in, "replaced")
 			return
 		}
 		rec.next = in
-		e.mu.Unlock()
+		unlock()
 		err = e.engage(rec, gen, in)
 		if err != nil {
 			e.teardown(rec.name, in, "engagement refused")
@@ -106,7 +107,7 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if rec.gen != gen || e.records[rec.name] != rec || parent.Err() != nil {
+	if rec.gen != gen || !e.records.is(rec.name, rec) || parent.Err() != nil {
 		// Superseded, or its fence (or the engine) ended, which is handled
 		// where that is noticed: the error belongs to an attempt nobody waits for.
 		return
@@ -130,7 +131,7 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 	rec.retry = time.AfterFunc(rec.backoff, func() {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		if rec.gen == gen && e.records[rec.name] == rec && e.base.Err() == nil {
+		if rec.gen == gen && e.records.is(rec.name, rec) && e.base.Err() == nil {
 			e.attemptLocked(rec)
 		}
 	})
@@ -139,8 +140,7 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 // track puts in on rec's books (see record.runs), unless a newer decision
 // made the attempt stale.
 func (e *Engine) track(rec *record, gen uint64, in *instance) error {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	defer e.lockRecord(rec)()
 	if rec.gen != gen {
 		in.stopRun()
 		return errSuperseded(rec.name)
@@ -279,7 +279,7 @@ func (e *Engine) exited(rec *record, in *instance, err error) {
 	e.mu.Lock()
 	// By its stopped signal: an instance engaged again after an outage
 	// carries it over.
-	if rec.cur == nil || rec.cur.stopped != in.stopped || e.records[rec.name] != rec || rec.state != StateEngaged {
+	if rec.cur == nil || rec.cur.stopped != in.stopped || !e.records.is(rec.name, rec) || rec.state != StateEngaged {
 		e.mu.Unlock()
 		return
 	}
@@ -292,7 +292,7 @@ func (e *Engine) exited(rec *record, in *instance, err error) {
 		rec.retry = time.AfterFunc(rec.backoff, func() {
 			e.mu.Lock()
 			defer e.mu.Unlock()
-			if rec.gen == gen && e.records[rec.name] == rec && e.base.Err() == nil && rec.state == StateDisconnected {
+			if rec.gen == gen && e.records.is(rec.name, rec) && e.base.Err() == nil && rec.state == StateDisconnected {
 				e.attemptLocked(rec)
 			}
 		})

@@ -23,9 +23,9 @@ func (e *Engine) Subscribe(a multicluster.Aware) {
 	e.mu.Lock()
 	idx := len(e.subs)
 	e.subs = append(e.subs, a)
-	recs := make([]*record, 0, len(e.records))
+	recs := make([]*record, 0, e.records.len())
 	var engaging []*record
-	for _, rec := range e.records {
+	for rec := range e.records.all() {
 		if rec.engaging != nil {
 			engaging = append(engaging, rec)
 		} else {
@@ -55,8 +55,10 @@ func (e *Engine) catchUp(rec *record, idx int, a multicluster.Aware) {
 	rec.engMu.Lock()
 	defer rec.engMu.Unlock()
 	e.mu.RLock()
+	rec.mu.RLock()
 	in := rec.cur
-	ok := e.records[rec.name] == rec && rec.state == StateEngaged && in != nil && in.eng != nil && in.eng.Err() == nil
+	ok := e.records.is(rec.name, rec) && rec.state == StateEngaged && in != nil && in.eng != nil && in.eng.Err() == nil
+	rec.mu.RUnlock()
 	e.mu.RUnlock()
 	if !ok || (idx < len(in.offered) && in.offered[idx]) {
 		return
@@ -124,7 +126,7 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		e.mu.Lock()
 		var stop []*instance
 		var release func()
-		if rec.member == m && e.records[name] == rec {
+		if rec.member == m && e.records.is(name, rec) {
 			stop, release = e.removeLocked(rec, "engagement refused")
 		}
 		e.mu.Unlock()
@@ -161,7 +163,7 @@ func (e *Engine) ownLocked(rec *record, m *Member, ctx context.Context) {
 
 func (e *Engine) ownerDone(rec *record, m *Member, o *owner) {
 	e.mu.Lock()
-	if rec.owner != o || rec.member != m || e.records[rec.name] != rec {
+	if rec.owner != o || rec.member != m || !e.records.is(rec.name, rec) {
 		e.mu.Unlock()
 		return
 	}
@@ -196,9 +198,9 @@ func errSuperseded(name multicluster.ClusterName) error {
 func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 	rec.engMu.Lock()
 	defer rec.engMu.Unlock()
-	e.mu.Lock()
-	if rec.gen != gen || e.records[rec.name] != rec || in.run.Err() != nil {
-		e.mu.Unlock()
+	unlock := e.lockRecord(rec)
+	if rec.gen != gen || !e.records.is(rec.name, rec) || in.run.Err() != nil {
+		unlock()
 		return errSuperseded(rec.name)
 	}
 	if rec.cur == nil && rec.state != StateDisconnected {
@@ -207,13 +209,13 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 	in.eng, in.disengage = context.WithCancel(in.run)
 	rec.engaging = in
 	subs := e.subs[:len(e.subs):len(e.subs)]
-	e.mu.Unlock()
+	unlock()
 	defer func() {
-		e.mu.Lock()
+		unlock := e.lockRecord(rec)
 		if rec.engaging == in {
 			rec.engaging = nil
 		}
-		e.mu.Unlock()
+		unlock()
 	}()
 
 	err := engageAll(in.eng, rec.name, in.cl, subs)
@@ -221,15 +223,18 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		for i := range subs {
 			in.offer(i)
 		}
-		e.mu.Lock()
-		if rec.gen != gen || e.records[rec.name] != rec || in.run.Err() != nil {
-			e.mu.Unlock()
+		e.mu.RLock()
+		rec.mu.Lock()
+		if rec.gen != gen || !e.records.is(rec.name, rec) || in.run.Err() != nil {
+			rec.mu.Unlock()
+			e.mu.RUnlock()
 			in.disengage()
 			return errSuperseded(rec.name)
 		}
 		if in.dead() {
 			// Its Start returned while it was engaged: it is not made current.
-			e.mu.Unlock()
+			rec.mu.Unlock()
+			e.mu.RUnlock()
 			err = fmt.Errorf("cluster %q: stopped running while it was engaged", rec.name)
 			break
 		}
@@ -237,7 +242,8 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 			// Subscribed meanwhile: they did not see this instance.
 			more := e.subs[len(subs):len(e.subs):len(e.subs)]
 			subs = e.subs[:len(e.subs):len(e.subs)]
-			e.mu.Unlock()
+			rec.mu.Unlock()
+			e.mu.RUnlock()
 			err = engageAll(in.eng, rec.name, in.cl, more)
 			continue
 		}
@@ -246,11 +252,15 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		if rec.next == in {
 			rec.next = nil
 		}
-		e.probes.schedule(rec, time.Now().Add(e.opts.Health.Interval))
 		e.transitionLocked(rec, StateEngaged, "engaged with every controller and runnable")
 		e.notifyLocked(rec, in.member, nil)
 		member := rec.member
-		e.mu.Unlock()
+		rec.mu.Unlock()
+		// Scheduled once engaged (the scheduler skips a record that is not),
+		// still under the engine's read lock, so that no exclusive change of
+		// the record comes in between.
+		e.probes.schedule(rec, time.Now().Add(e.opts.Health.Interval))
+		e.mu.RUnlock()
 		metrics.Engagements.WithLabelValues("success").Inc()
 		if old != nil && old != in {
 			e.teardown(rec.name, old, "replaced")
@@ -265,9 +275,11 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 	// previous instance with it take the previous one back.
 	in.disengage()
 	metrics.Engagements.WithLabelValues("failure").Inc()
-	e.mu.Lock()
+	e.mu.RLock()
+	rec.mu.RLock()
 	old := rec.cur
-	e.mu.Unlock()
+	rec.mu.RUnlock()
+	e.mu.RUnlock()
 	if old != nil && old != in && old.eng != nil && old.eng.Err() == nil {
 		if ferr := engageAll(old.eng, rec.name, old.cl, subs); ferr != nil {
 			e.log.Error(ferr, "Failed to engage the previous cluster again after its replacement was refused", "cluster", rec.name)
@@ -314,10 +326,12 @@ func (e *Engine) teardown(name multicluster.ClusterName, in *instance, why strin
 func (e *Engine) Hold(name multicluster.ClusterName) (engaged context.Context, done func(), ok bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	rec, ok := e.records[name]
+	rec, ok := e.records.get(name)
 	if !ok {
 		return nil, nil, false
 	}
+	rec.mu.RLock()
+	defer rec.mu.RUnlock()
 	var in *instance
 	switch {
 	case rec.engaging != nil && rec.engaging.eng.Err() == nil:

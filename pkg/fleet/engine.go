@@ -30,16 +30,17 @@ type Engine struct {
 	opts Options
 	log  logr.Logger
 
-	// mu guards everything below and every record's fields. It is never held
-	// while calling out: subscribers, Build, Report, Refresh and the network
-	// are called without it.
+	// mu guards everything below and, with each record's own lock (see
+	// record), every record's fields. It is never held while calling out:
+	// subscribers, Build, Report, Refresh and the network are called without
+	// it.
 	mu  sync.RWMutex    // read-locked by Get and State, which reconcilers call per request
 	ctx context.Context // the engine's run; nil until Start
 	// base is the parent of every cluster's run: it ends with the engine's
 	// run, and exists before it for adopted clusters engaged before Start.
 	base     context.Context
 	stopBase context.CancelFunc
-	records  map[multicluster.ClusterName]*record
+	records  recordMap
 	subs     []multicluster.Aware // append-only
 	ready    atomic.Bool          // startup readiness, latched; read without the lock
 	started  time.Time            // when Start began: bounds the wait for Options.Listed
@@ -55,7 +56,7 @@ type Engine struct {
 // New returns an engine; run it with Start.
 func New(opts Options) *Engine {
 	opts = opts.withDefaults()
-	e := &Engine{opts: opts, log: opts.Logger, records: map[multicluster.ClusterName]*record{}}
+	e := &Engine{opts: opts, log: opts.Logger}
 	e.base, e.stopBase = context.WithCancel(context.Background())
 	e.healthSeries.Max = opts.MaxHealthSeries
 	for _, st := range allStates {
@@ -83,19 +84,33 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 	}
 	metrics.Transitions.WithLabelValues(string(from), string(to)).Inc()
 	if to == StateEngaged || to == StateDisconnected {
-		rec.settled = true
+		rec.settled.Store(true)
 	}
 	e.log.Info("Cluster "+string(to), "cluster", rec.name, "from", string(from), "reason", why)
 }
 
-// recordLocked returns name's record, creating it.
+// recordLocked returns name's record, creating it; under the exclusive lock.
 func (e *Engine) recordLocked(name multicluster.ClusterName) *record {
-	rec, ok := e.records[name]
-	if !ok {
-		rec = &record{name: name}
-		e.records[name] = rec
-	}
+	rec, _ := e.records.getOrAdd(name, &record{name: name})
 	return rec
+}
+
+// lockNewRecord returns name's record, creating it, with the engine's read
+// lock and the record's own taken (see lockRecord); a new record is not seen
+// by anyone before its creator releases it.
+func (e *Engine) lockNewRecord(name multicluster.ClusterName) (rec *record, unlock func()) {
+	e.mu.RLock()
+	rec, ok := e.records.get(name)
+	if !ok {
+		fresh := &record{name: name}
+		fresh.mu.Lock()
+		if rec, ok = e.records.getOrAdd(name, fresh); !ok {
+			return rec, func() { rec.mu.Unlock(); e.mu.RUnlock() }
+		}
+		fresh.mu.Unlock()
+	}
+	rec.mu.Lock()
+	return rec, func() { rec.mu.Unlock(); e.mu.RUnlock() }
 }
 
 // removeLocked takes rec out of the fleet. It returns the instances to tear
@@ -115,10 +130,10 @@ func (e *Engine) removeLocked(rec *record, why string) (stop []*instance, releas
 
 // forgetLocked removes rec from the fleet.
 func (e *Engine) forgetLocked(rec *record, why string) {
-	if e.records[rec.name] != rec {
+	if !e.records.is(rec.name, rec) {
 		return
 	}
-	delete(e.records, rec.name)
+	e.records.remove(rec.name)
 	rec.gen++
 	if rec.retry != nil {
 		rec.retry.Stop()
@@ -144,10 +159,13 @@ func (e *Engine) releaseSeriesLocked(name multicluster.ClusterName) {
 func (e *Engine) Get(name multicluster.ClusterName) (cluster.Cluster, error) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	rec, ok := e.records[name]
-	switch {
-	case !ok:
+	rec, ok := e.records.get(name)
+	if !ok {
 		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+	}
+	rec.mu.RLock()
+	defer rec.mu.RUnlock()
+	switch {
 	case rec.engaging != nil && rec.engaging.eng.Err() == nil:
 		// Subscribers see it already (a controller's first reconciles run
 		// while the others are still being engaged).
@@ -172,10 +190,12 @@ func (e *Engine) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
 func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
-	rec, ok := e.records[name]
+	rec, ok := e.records.get(name)
 	if !ok {
 		return StateGone, false
 	}
+	rec.mu.RLock()
+	defer rec.mu.RUnlock()
 	return rec.state, true
 }
 
@@ -186,7 +206,7 @@ func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
 func (e *Engine) Changed(name multicluster.ClusterName) <-chan struct{} {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rec, ok := e.records[name]
+	rec, ok := e.records.get(name)
 	if !ok {
 		return closedChan
 	}
@@ -201,10 +221,12 @@ func (e *Engine) Changed(name multicluster.ClusterName) <-chan struct{} {
 // owns it (or runs everything).
 func (e *Engine) Joining(name multicluster.ClusterName) bool {
 	e.mu.RLock()
-	rec, ok := e.records[name]
+	rec, ok := e.records.get(name)
 	var state State
 	if ok {
+		rec.mu.RLock()
 		state = rec.state
+		rec.mu.RUnlock()
 	}
 	e.mu.RUnlock()
 	switch {
@@ -227,9 +249,11 @@ type Status struct {
 // Clusters lists every known cluster and its state, sorted by name.
 func (e *Engine) Clusters() []Status {
 	e.mu.RLock()
-	out := make([]Status, 0, len(e.records))
-	for _, rec := range e.records {
+	out := make([]Status, 0, e.records.len())
+	for rec := range e.records.all() {
+		rec.mu.RLock()
 		out = append(out, Status{Name: rec.name, State: rec.state})
+		rec.mu.RUnlock()
 	}
 	e.mu.RUnlock()
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -258,13 +282,24 @@ func (e *Engine) Ready(_ *http.Request) error {
 		return err
 	}
 	var waiting []string
-	for _, rec := range e.records {
+	for rec := range e.records.all() {
 		// A cluster this replica owns counts while it waits for its fence: in
 		// a rolling update, the new pod is not ready while the old one still
 		// holds its clusters.
-		if !rec.settled && (rec.state != StateWanted || e.runsLocked(rec)) {
+		if rec.settled.Load() {
+			continue
+		}
+		// A record being changed right now (its lock held) is on its way:
+		// counted as waiting rather than waited for, so that a poll of /readyz
+		// never waits for start-up's attempts.
+		if !rec.mu.TryRLock() {
+			waiting = append(waiting, rec.name)
+			continue
+		}
+		if rec.state != StateWanted || e.runsLocked(rec) {
 			waiting = append(waiting, rec.name)
 		}
+		rec.mu.RUnlock()
 	}
 	if len(waiting) > 0 {
 		sort.Strings(waiting)
@@ -309,12 +344,25 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.ctx, e.started = ctx, time.Now()
 	context.AfterFunc(ctx, e.stopBase)
-	for _, rec := range e.records {
+	wanted := make([]*record, 0, e.records.len())
+	for rec := range e.records.all() {
 		if rec.state == StateWanted { // adopted clusters may run already
-			e.admitLocked(rec)
+			wanted = append(wanted, rec)
 		}
 	}
 	e.mu.Unlock()
+	// Each admitted under the read lock and its own: the attempts started
+	// here take the same locks, and do not wait for the rest of the fleet to
+	// be admitted.
+	for _, rec := range wanted {
+		e.mu.RLock()
+		rec.mu.Lock()
+		if e.records.is(rec.name, rec) && rec.state == StateWanted {
+			e.admitLocked(rec)
+		}
+		rec.mu.Unlock()
+		e.mu.RUnlock()
+	}
 
 	var admissionChanged <-chan struct{}
 	if e.opts.Admission != nil {
@@ -334,7 +382,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	var stop []*instance
 	var releases []func()
 	e.closing = true
-	for _, rec := range e.records {
+	for rec := range e.records.all() {
 		rec.gen++ // attempts in flight give up
 		e.notifyLocked(rec, nil, fmt.Errorf("cluster %q: the fleet engine stopped", rec.name))
 		stop = append(stop, rec.takeInstances()...)

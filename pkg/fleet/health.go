@@ -53,8 +53,15 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 		e.mu.RLock()
 		e.probes.mu.Lock()
 		e.probes.dueLocked(now, func(rec *record) {
-			in := rec.cur
-			if in == nil || e.records[rec.name] != rec || (rec.state != StateEngaged && rec.state != StateDisconnected) {
+			if !rec.mu.TryRLock() {
+				// Being changed right now: look again next round rather than
+				// hold the probe queue while its holder runs.
+				e.probes.scheduleLocked(rec, now.Add(tick))
+				return
+			}
+			in, state := rec.cur, rec.state
+			rec.mu.RUnlock()
+			if in == nil || !e.records.is(rec.name, rec) || (state != StateEngaged && state != StateDisconnected) {
 				return // scheduled again when engaged or disconnected
 			}
 			if rec.probing {
@@ -172,10 +179,15 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	metrics.ProbeDuration.Observe(now.Sub(start).Seconds())
 
 	// The common answer, an engaged cluster still healthy, changes nothing
-	// but the next probe's time: the read lock keeps the record's state
-	// still while it is scheduled, and reconcilers' Get goes on meanwhile.
+	// but the next probe's time: the read lock keeps every exclusive change
+	// of the record out while it is scheduled (an engagement of a new
+	// instance, which may come in between, schedules its own probe), and
+	// reconcilers' Get goes on meanwhile.
 	e.mu.RLock()
-	if res == probeOK && rec.state == StateEngaged && rec.failures == 0 && rec.cur == in && e.records[rec.name] == rec {
+	rec.mu.RLock()
+	healthy := res == probeOK && rec.state == StateEngaged && rec.failures == 0 && rec.cur == in && e.records.is(rec.name, rec)
+	rec.mu.RUnlock()
+	if healthy {
 		if e.healthSeries.Admit(rec.name) {
 			metrics.Healthy.WithLabelValues(rec.name).Set(1)
 		}
@@ -188,20 +200,23 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	}
 	e.mu.RUnlock()
 
-	e.mu.Lock()
+	// Anything else changes this record alone: under its own lock, so that
+	// probes failing across a starved fleet do not queue every attempt and
+	// reconciler behind the engine's exclusive lock.
 	e.probes.mu.Lock()
 	rec.probing = false
 	e.probes.mu.Unlock()
-	if rec.cur != in || e.records[rec.name] != rec {
-		e.mu.Unlock()
+	unlock := e.lockRecord(rec)
+	if rec.cur != in || !e.records.is(rec.name, rec) {
+		unlock()
 		return
 	}
-	healthy := 0.0
+	gauge := 0.0
 	if res == probeOK {
-		healthy = 1
+		gauge = 1
 	}
 	if e.healthSeries.Admit(rec.name) {
-		metrics.Healthy.WithLabelValues(rec.name).Set(healthy)
+		metrics.Healthy.WithLabelValues(rec.name).Set(gauge)
 	}
 	var refresh func()
 	switch {
@@ -231,7 +246,7 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 			e.probes.schedule(rec, now.Add(rec.backoff))
 		}
 	}
-	e.mu.Unlock()
+	unlock()
 	if refresh != nil {
 		refresh()
 	}

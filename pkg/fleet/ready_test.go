@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 )
 
@@ -65,5 +67,43 @@ func TestReadyWaitsForTheListingBounded(t *testing.T) {
 	}
 	if !sawWaiting {
 		t.Error("readiness never waited for the provider's listing")
+	}
+}
+
+// A provider publishing thousands of clusters at start-up must not take the
+// engine's lock exclusively for each (every attempt already started would
+// wait for it, and each reconciler's Get behind it): SetMember of a new
+// member, admitted at once, completes while a reader holds the lock.
+func TestPublishingDoesNotWaitForReaders(t *testing.T) {
+	e := fleet.New(fleet.Options{Health: fleet.HealthOptions{Disabled: true}})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- e.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.Ready(nil) != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("the engine did not start within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	// Its build waits for the engine's stop: the member stays starting.
+	build := func(ctx context.Context) (cluster.Cluster, error) { <-ctx.Done(); return nil, ctx.Err() }
+	published := make(chan struct{})
+	e.ReadLocked(func() {
+		go func() {
+			e.SetMember(fleet.Member{Name: "c1", Hash: "1", Build: build})
+			close(published)
+		}()
+		select {
+		case <-published:
+		case <-time.After(5 * time.Second):
+			t.Error("SetMember did not return within 5s while a reader held the engine's lock")
+		}
+	})
+	<-published
+	if st, ok := e.State("c1"); !ok || st != fleet.StateStarting {
+		t.Errorf("published member is %q (known: %v), want %q", st, ok, fleet.StateStarting)
 	}
 }

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"iter"
 	"net/http"
 	"slices"
 	"sync"
@@ -14,7 +15,17 @@ import (
 )
 
 // record is one cluster name's place in the fleet.
+//
+// Its fields are changed either under the engine's exclusive lock, or under
+// the engine's read lock together with the record's own mu; they are read
+// under the engine's exclusive lock, or under its read lock with mu (read- or
+// write-locked). Start-up, where thousands of clusters are started and engaged
+// at once, takes the second way: attempts of different clusters never wait
+// for each other; so do probes' answers. Lock order: engMu, the engine's lock,
+// mu, the probe queue's lock; the probe scheduler, which holds the queue's
+// lock, only tries a record's (TryRLock) and never waits for it.
 type record struct {
+	mu    sync.RWMutex
 	name  multicluster.ClusterName
 	state State
 	// changed is closed, and cleared, at the next change of state (Changed);
@@ -58,7 +69,73 @@ type record struct {
 	// change them under the engine's read lock.
 	nextProbe time.Time // zero while no probe is scheduled
 	probing   bool
-	settled   bool // engaged or declared disconnected at least once: readiness
+	// settled is latched once the record was engaged or declared
+	// disconnected: readiness reads it without the record's lock.
+	settled atomic.Bool
+}
+
+// recordMap is the engine's records by name. It is read under the engine's
+// read lock, added to under the read lock (a record's creator holds the
+// record's own lock until it is complete) or the exclusive lock, and removed
+// from under the exclusive lock only: a provider publishing thousands of
+// clusters does not take the exclusive lock for each, and the attempts already
+// started never wait for the ones still being published.
+type recordMap struct {
+	m sync.Map // multicluster.ClusterName -> *record
+	n atomic.Int64
+}
+
+func (rm *recordMap) get(name multicluster.ClusterName) (*record, bool) {
+	v, ok := rm.m.Load(name)
+	if !ok {
+		return nil, false
+	}
+	return v.(*record), true
+}
+
+// is reports whether rec is name's record (not removed, nor replaced).
+func (rm *recordMap) is(name multicluster.ClusterName, rec *record) bool {
+	got, ok := rm.get(name)
+	return ok && got == rec
+}
+
+// getOrAdd returns name's record, adding rec if there is none; loaded reports
+// whether it was there already.
+func (rm *recordMap) getOrAdd(name multicluster.ClusterName, rec *record) (_ *record, loaded bool) {
+	v, loaded := rm.m.LoadOrStore(name, rec)
+	if !loaded {
+		rm.n.Add(1)
+	}
+	return v.(*record), loaded
+}
+
+func (rm *recordMap) remove(name multicluster.ClusterName) {
+	if _, ok := rm.m.LoadAndDelete(name); ok {
+		rm.n.Add(-1)
+	}
+}
+
+func (rm *recordMap) len() int { return int(rm.n.Load()) }
+
+// all yields every record, in no particular order.
+func (rm *recordMap) all() iter.Seq[*record] {
+	return func(yield func(*record) bool) {
+		rm.m.Range(func(_, v any) bool { return yield(v.(*record)) })
+	}
+}
+
+// lockRecord takes the engine's read lock and rec's own lock, for a change of
+// rec's fields that touches no other record (see record); it returns the
+// function that releases both. The functions named ...Locked that change only
+// rec (transitionLocked, admitLocked, attemptLocked, notifyLocked) may run
+// under it; the ones that change the fleet need the exclusive lock.
+func (e *Engine) lockRecord(rec *record) (unlock func()) {
+	e.mu.RLock()
+	rec.mu.Lock()
+	return func() {
+		rec.mu.Unlock()
+		e.mu.RUnlock()
+	}
 }
 
 // owner is the provider's context an adopted member lives within.
