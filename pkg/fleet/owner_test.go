@@ -173,6 +173,9 @@ func startEngine(t *testing.T, opts fleet.Options) (*fleet.Engine, *holder) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
+	// Engage before the engine runs only records the cluster as wanted:
+	// tests that check what Engage did must find the engine running.
+	fleettest.Eventually(t, 0, func() error { return e.Ready(nil) })
 	return e, tr
 }
 
