@@ -275,7 +275,7 @@ func (d *dyingSubscriber) Engage(_ context.Context, _ multicluster.ClusterName, 
 // instance.
 func TestInstanceDeadWhileEngagingIsNotMadeCurrent(t *testing.T) {
 	fences := newFenceService()
-	e, tr := startEngine(t, fleet.Options{Admission: fences})
+	e, tr := runningEngine(t, fleet.Options{Admission: fences})
 	const name = "dies-while-engaging"
 	cfg := members.Config(1)
 	first, err := cluster.New(cfg)

@@ -173,8 +173,16 @@ func startEngine(t *testing.T, opts fleet.Options) (*fleet.Engine, *holder) {
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	// Engage before the engine runs only records the cluster as wanted:
-	// tests that check what Engage did must find the engine running.
+	return e, tr
+}
+
+// runningEngine is startEngine, returning once the engine runs: Engage
+// before that only records the cluster as wanted, so tests that check what
+// Engage did need it. (It asks for readiness, which then stays passed: tests
+// of readiness use startEngine.)
+func runningEngine(t *testing.T, opts fleet.Options) (*fleet.Engine, *holder) {
+	t.Helper()
+	e, tr := startEngine(t, opts)
 	fleettest.Eventually(t, 0, func() error { return e.Ready(nil) })
 	return e, tr
 }
@@ -202,7 +210,7 @@ func notEngaged(tr *holder, name multicluster.ClusterName) func() error {
 // released, and takes it back when it owns it again.
 func TestAdoptedClusterIsFencedAndHandedOff(t *testing.T) {
 	fences := newFenceService()
-	e, tr := startEngine(t, fleet.Options{Admission: fences})
+	e, tr := runningEngine(t, fleet.Options{Admission: fences})
 	cl := running(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -235,7 +243,7 @@ func TestAdoptedClusterIsFencedAndHandedOff(t *testing.T) {
 func TestAdoptedClusterOwnedElsewhereWaits(t *testing.T) {
 	fences := newFenceService()
 	fences.owns["elsewhere"] = false
-	e, tr := startEngine(t, fleet.Options{Admission: fences})
+	e, tr := runningEngine(t, fleet.Options{Admission: fences})
 	cl := running(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -254,7 +262,7 @@ func TestAdoptedClusterOwnedElsewhereWaits(t *testing.T) {
 // has gone through.
 func TestRepublishedMemberIsEngagedAgain(t *testing.T) {
 	fences := newFenceService()
-	e, tr := startEngine(t, fleet.Options{Admission: fences})
+	e, tr := runningEngine(t, fleet.Options{Admission: fences})
 	member := func(i int) fleet.Member {
 		cfg := members.Config(1)
 		return fleet.Member{Name: "recreated", Hash: fmt.Sprint(i), Build: func(context.Context) (cluster.Cluster, error) {
@@ -282,7 +290,7 @@ func TestRepublishedMemberIsEngagedAgain(t *testing.T) {
 
 // Defect 3: two Engage calls of one instance, concurrent, both succeed.
 func TestConcurrentEngageOfOneInstance(t *testing.T) {
-	e, tr := startEngine(t, fleet.Options{})
+	e, tr := runningEngine(t, fleet.Options{})
 	cl := running(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -304,7 +312,7 @@ func TestConcurrentEngageOfOneInstance(t *testing.T) {
 // Defect 3: cancelling an adopted cluster's context and at once engaging a
 // replacement succeeds, and the replacement stays engaged.
 func TestReplaceAfterCancel(t *testing.T) {
-	e, tr := startEngine(t, fleet.Options{})
+	e, tr := runningEngine(t, fleet.Options{})
 	a, b := running(t, 1), running(t, 2)
 	ctx, cancel := context.WithCancel(context.Background())
 	if err := e.Engage(ctx, "churn", a); err != nil {
@@ -337,7 +345,7 @@ func TestReplaceAfterCancel(t *testing.T) {
 // after it.
 func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 	fences := newFenceService()
-	e, tr := startEngine(t, fleet.Options{Admission: fences, DrainTimeout: 10 * time.Second})
+	e, tr := runningEngine(t, fleet.Options{Admission: fences, DrainTimeout: 10 * time.Second})
 	cl := running(t, 1)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -373,7 +381,7 @@ func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 	// Bounded: a reconcile that never returns holds the fence for the drain
 	// timeout only, and the overrun is counted.
 	fences2 := newFenceService()
-	e2, tr2 := startEngine(t, fleet.Options{Admission: fences2, DrainTimeout: 200 * time.Millisecond})
+	e2, tr2 := runningEngine(t, fleet.Options{Admission: fences2, DrainTimeout: 200 * time.Millisecond})
 	if err := e2.Engage(ctx, "stuck", cl); err != nil {
 		t.Fatal(err)
 	}
