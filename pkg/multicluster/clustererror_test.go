@@ -2,6 +2,7 @@ package multicluster_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -49,4 +50,12 @@ func TestWithClusterNamesOnce(t *testing.T) {
 	if multicluster.WithCluster("a", nil) != nil {
 		t.Error("WithCluster of nil is not nil")
 	}
+}
+
+// A layer that names the cluster does not name it again when what it wraps
+// already does, as a controller's Engage error under the fleet engine.
+func ExampleWithCluster() {
+	fromController := multicluster.WithCluster("east", errors.New(`controller "c": listing *v1.ConfigMap keeps failing`))
+	fmt.Println(multicluster.WithCluster("east", fromController))
+	// Output: cluster "east": controller "c": listing *v1.ConfigMap keeps failing
 }
