@@ -24,7 +24,7 @@ import (
 // the engine and Clusters would each name it, and Clusters must not decide by
 // reading the message.
 func TestAddRefusedNamesClusterOnce(t *testing.T) {
-	const ns = "add-named-once"
+	ns := testbed.Name("add-named-once") // -count=N reruns in the same process and fleet
 	testbed.CreateNamespace(t, testbed.NewClient(t, fleet.Config(0)), ns)
 	testbed.CreateConfigMap(t, testbed.NewClient(t, fleet.Config(0)), ns, "running", nil)
 	proxy := testbed.NewAPIProxy(t, fleet.Config(1))
@@ -32,7 +32,7 @@ func TestAddRefusedNamesClusterOnce(t *testing.T) {
 
 	mgr := fleettest.NewManager(t, fleet.Config(0), nil)
 	rec := &fleettest.Recorder{Namespace: ns}
-	c, err := mccontroller.New("add-named-once", mgr, mccontroller.Options{Reconciler: rec})
+	c, err := mccontroller.New(ns, mgr, mccontroller.Options{Reconciler: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func startedCluster(t *testing.T, cfg *rest.Config) cluster.Cluster {
 func TestEngageErrorNamesClusterOnce(t *testing.T) {
 	proxy := testbed.NewAPIProxy(t, members.Config(1))
 	proxy.FailLists("configmaps")
-	const ns = "named-once"
+	ns := unique("named-once") // -count=N reruns in the same process and fleet
 	testbed.CreateNamespace(t, testbed.NewClient(t, members.Config(2)), ns)
 	testbed.CreateConfigMap(t, testbed.NewClient(t, members.Config(2)), ns, "running", nil)
 	mgr := fleettest.NewManager(t, members.Config(0), nil)
