@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -73,7 +71,7 @@ func (c *Clusters[T]) Add(ctx context.Context, name multicluster.ClusterName, cl
 	c.mu.Lock()
 	if _, ok := c.clusters[name]; ok {
 		c.mu.Unlock()
-		return fmt.Errorf("cluster %q: %w", name, ErrClusterExists)
+		return multicluster.WithCluster(name, ErrClusterExists)
 	}
 	e, indexes := c.insertLocked(ctx, name, cl)
 	c.mu.Unlock()
@@ -142,15 +140,14 @@ func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []
 	c.mu.RUnlock()
 	if !current || e.ctx.Err() != nil {
 		c.drop(name, e)
-		return fmt.Errorf("cluster %q: replaced or removed while starting", name)
+		return multicluster.WithCluster(name, errors.New("replaced or removed while starting"))
 	}
 	if err := aware.Engage(e.ctx, name, e.cl); err != nil {
 		c.drop(name, e)
 		c.fallBackLocked(name, e, aware)
-		if !strings.Contains(err.Error(), strconv.Quote(name)) {
-			err = fmt.Errorf("cluster %q: %w", name, err)
-		}
-		return err
+		// Named once: aware's own naming of it (a controller's or the
+		// engine's) is taken off, by type, not by reading the message.
+		return multicluster.WithCluster(name, err)
 	}
 	c.mu.Lock()
 	e.engaged = true
@@ -166,7 +163,7 @@ func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []
 func (c *Clusters[T]) start(name multicluster.ClusterName, e *entry[T], indexes []index) error {
 	for _, idx := range indexes {
 		if err := e.cl.GetFieldIndexer().IndexField(e.ctx, idx.obj, idx.field, idx.extract); err != nil {
-			return fmt.Errorf("cluster %q: indexing %T by %q: %w", name, idx.obj, idx.field, err)
+			return multicluster.WithCluster(name, fmt.Errorf("indexing %T by %q: %w", idx.obj, idx.field, err))
 		}
 	}
 
@@ -195,7 +192,7 @@ func (c *Clusters[T]) start(name multicluster.ClusterName, e *entry[T], indexes 
 	syncCtx, cancel := context.WithTimeout(e.ctx, timeout)
 	defer cancel()
 	if err := waitForCache(syncCtx, e.cl.GetCache(), indexes, startErr); err != nil {
-		return fmt.Errorf("cluster %q: %w", name, err)
+		return multicluster.WithCluster(name, err)
 	}
 	return nil
 }
@@ -338,7 +335,7 @@ func (c *Clusters[T]) Remove(name multicluster.ClusterName) {
 func (c *Clusters[T]) Get(_ context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
 	cl, ok := c.Lookup(name)
 	if !ok {
-		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+		return nil, multicluster.WithCluster(name, multicluster.ErrClusterNotFound)
 	}
 	return cl, nil
 }
@@ -381,7 +378,7 @@ func (c *Clusters[T]) IndexField(ctx context.Context, obj client.Object, field s
 	var errs []error
 	for name, cl := range present {
 		if err := cl.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %q: indexing %T by %q: %w", name, obj, field, err))
+			errs = append(errs, multicluster.WithCluster(name, fmt.Errorf("indexing %T by %q: %w", obj, field, err)))
 		}
 	}
 	return errors.Join(errs...)

@@ -232,7 +232,7 @@ func (m *Members) Get(_ context.Context, name multicluster.ClusterName) (cluster
 			return cl, nil
 		}
 	}
-	return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+	return nil, multicluster.WithCluster(name, multicluster.ErrClusterNotFound)
 }
 
 // ClusterNames returns the names of the engaged clusters, sorted.
@@ -259,7 +259,7 @@ func (m *Members) IndexField(ctx context.Context, obj client.Object, field strin
 			continue
 		}
 		if err := cl.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
-			errs = append(errs, fmt.Errorf("cluster %q: indexing %T by %q: %w", name, obj, field, err))
+			errs = append(errs, multicluster.WithCluster(name, fmt.Errorf("indexing %T by %q: %w", obj, field, err)))
 		}
 	}
 	return errors.Join(errs...)

@@ -226,13 +226,23 @@ func (c *mcController[request]) NeedLeaderElection() bool {
 // Engage starts every source of the controller in the cluster and returns
 // once their watches have synced, bounded by CacheSyncTimeout; a watch whose
 // list keeps failing fails it within seconds, with an error naming the
-// controller, the cluster and the type. Before the controller has started,
-// the cluster is remembered and its sources start with the controller (in the
-// background, retried with backoff).
+// controller and the watch (its type) below one naming the cluster, a
+// *multicluster.ClusterError: the cluster is named once, by this method, for
+// a caller that engages the controller itself. The fleet engine and
+// pkg/clusters, which name the cluster themselves, take that naming off
+// (multicluster.WithCluster), so that it is still named once. Before the
+// controller has started, the cluster is remembered and its sources start
+// with the controller (in the background, retried with backoff).
 func (c *mcController[request]) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if name == "" {
 		return errors.New(`the cluster name "" is reserved for the host cluster`)
 	}
+	return multicluster.WithCluster(name, c.engageAndStart(ctx, name, cl))
+}
+
+// engageAndStart is Engage; its errors name the controller and the watch,
+// not the cluster, which Engage names.
+func (c *mcController[request]) engageAndStart(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	e, srcs, err := c.engage(ctx, name, cl)
 	if err != nil || e == nil || srcs == nil {
 		return err
@@ -257,7 +267,7 @@ func (c *mcController[request]) Engage(ctx context.Context, name multicluster.Cl
 func (c *mcController[request]) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.TypedSource[request], error) {
 	if err := ctx.Err(); err != nil {
 		// A done engagement would replace a live one and end it at once.
-		return nil, nil, fmt.Errorf("controller %q: cluster %q: engagement context already done: %w", c.name, name, err)
+		return nil, nil, fmt.Errorf("controller %q: engagement context already done: %w", c.name, err)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -266,7 +276,7 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 		return nil, nil, nil
 	}
 	if c.ctx != nil && c.ctx.Err() != nil {
-		return nil, nil, fmt.Errorf("controller %q: cluster %q: controller has stopped", c.name, name)
+		return nil, nil, fmt.Errorf("controller %q: controller has stopped", c.name)
 	}
 	ectx, cancel := context.WithCancel(ctx)
 	e := &engagement{cl: cl, ctx: ectx, cancel: cancel}
@@ -328,7 +338,10 @@ func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[reque
 	// Concurrently: an unreachable cluster costs its timeout once, not per cluster.
 	errs := make(chan error, len(engaged))
 	for name, e := range engaged {
-		go func() { errs <- c.startSources(e, name, []mcsource.TypedSource[request]{src}, false) }()
+		go func() {
+			// Its caller does not know the clusters: each error names its own.
+			errs <- multicluster.WithCluster(name, c.startSources(e, name, []mcsource.TypedSource[request]{src}, false))
+		}()
 	}
 	var all []error
 	for range engaged {
@@ -342,6 +355,7 @@ func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[reque
 // watch that does not fails the start; without, the sync is watched in the
 // background (see watchSync). On failure, whatever this attempt registered is
 // removed again; the engagement itself stays, for the caller to end or retry.
+// Its errors name the controller and the watch; the caller names the cluster.
 func (c *mcController[request]) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], wait bool) error {
 	c.mu.RLock()
 	q := c.queue
@@ -350,7 +364,7 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 	// The sources live as long as the engagement, unless this attempt fails.
 	attempt, abandon := context.WithCancel(e.ctx)
 	done := make(chan error, 1)
-	var syncing []source.TypedSyncingSource[request]
+	var syncing []syncingWatch[request]
 	go func() {
 		var errs []error
 		startCtx := engagements.With(attempt, c)
@@ -364,7 +378,7 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 			if err != nil {
 				errs = append(errs, fmt.Errorf("starting %v: %w", s, err))
 			} else if ss, ok := src.(source.TypedSyncingSource[request]); ok {
-				syncing = append(syncing, ss)
+				syncing = append(syncing, syncingWatch[request]{ss, s})
 			}
 		}
 		done <- errors.Join(errs...)
@@ -385,7 +399,7 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 	if err != nil {
 		abandon()
 		metrics.WatchFailures.WithLabelValues(c.name).Inc()
-		return fmt.Errorf("controller %q: cluster %q: %w", c.name, clusterLabel(name), err)
+		return fmt.Errorf("controller %q: %w", c.name, err)
 	}
 	if len(syncing) == 0 {
 		_ = abandon // the attempt's context now ends with the engagement's
@@ -400,7 +414,7 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 		if e.ctx.Err() != nil {
 			return nil // disengaged meanwhile
 		}
-		return fmt.Errorf("controller %q: cluster %q: %w", c.name, clusterLabel(name), err)
+		return fmt.Errorf("controller %q: %w", c.name, err)
 	}
 	_ = abandon // synced: the attempt's context now ends with the engagement's
 	return nil
@@ -409,7 +423,7 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 // waitForSync waits for the watches just started in a cluster to sync, until
 // deadline (the start's CacheSyncTimeout). A watch that does not is
 // counted by type.
-func (c *mcController[request]) waitForSync(name multicluster.ClusterName, syncing []source.TypedSyncingSource[request], attempt context.Context, deadline time.Time) error {
+func (c *mcController[request]) waitForSync(name multicluster.ClusterName, syncing []syncingWatch[request], attempt context.Context, deadline time.Time) error {
 	ctx, cancel := context.WithDeadline(attempt, deadline)
 	defer cancel()
 	for _, s := range syncing {
@@ -420,13 +434,22 @@ func (c *mcController[request]) waitForSync(name multicluster.ClusterName, synci
 		if attempt.Err() != nil {
 			return err
 		}
-		c.countSyncFailure(name, s, err)
+		c.countSyncFailure(name, s.TypedSyncingSource, err)
 		if ctx.Err() != nil {
-			err = fmt.Errorf("%v did not sync within %s: %w", s, c.timeout, err)
+			err = fmt.Errorf("%v did not sync within %s: %w", s.of, c.timeout, err)
 		}
 		return err
 	}
 	return nil
+}
+
+// syncingWatch is a watch started in one cluster, with the controller's
+// source it was made from. Errors describe the watch by that source: the
+// watch's own String names the cluster, which whoever reports the error
+// names already.
+type syncingWatch[request comparable] struct {
+	source.TypedSyncingSource[request]
+	of mcsource.TypedSource[request]
 }
 
 // countSyncFailure counts a watch that did not sync, by controller, cluster
@@ -452,7 +475,7 @@ func (c *mcController[request]) countSyncFailure(name multicluster.ClusterName, 
 // failure is logged naming the cluster and the type, counted, and the
 // cluster's watches of this controller are set up again with backoff. Other
 // clusters, and other controllers in this cluster, go on.
-func (c *mcController[request]) watchSync(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], syncing []source.TypedSyncingSource[request], attempt context.Context, abandon context.CancelFunc) {
+func (c *mcController[request]) watchSync(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], syncing []syncingWatch[request], attempt context.Context, abandon context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(attempt, c.timeout)
 	defer cancel()
 	for _, s := range syncing {
@@ -464,8 +487,8 @@ func (c *mcController[request]) watchSync(e *engagement, name multicluster.Clust
 			return // disengaged meanwhile
 		}
 		abandon()
-		c.countSyncFailure(name, s, err)
-		c.log.Error(fmt.Errorf("%v did not sync: %w", s, err), "Watch failed; this controller stops watching the cluster and retries with backoff",
+		c.countSyncFailure(name, s.TypedSyncingSource, err)
+		c.log.Error(fmt.Errorf("%v did not sync: %w", s.of, err), "Watch failed; this controller stops watching the cluster and retries with backoff",
 			"cluster", clusterLabel(name))
 		c.retryAfter(e, name, srcs, retryMinBackoff)
 		return

@@ -107,7 +107,10 @@ func TestEngageFailsWhenAWatchDoesNotSync(t *testing.T) {
 	if took := time.Since(start); took > 20*timeout {
 		t.Errorf("Engage took %s to fail, CacheSyncTimeout is %s", took, timeout)
 	}
-	for _, want := range []string{name, `"m1"`, "fake watch of m1", "did not sync"} {
+	if n := strings.Count(err.Error(), "m1"); n != 1 {
+		t.Errorf("error %q names the cluster %d times, want once", err, n)
+	}
+	for _, want := range []string{name, `"m1"`, "fake source did not sync"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)
 		}

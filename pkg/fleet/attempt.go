@@ -168,7 +168,7 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 		cl, err := e.build(run, m.Build)
 		if err != nil {
 			stopRun()
-			return nil, fmt.Errorf("cluster %q: building: %w", rec.name, err)
+			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("building: %w", err))
 		}
 		in.cl, in.built = cl, true
 	} else {
@@ -220,9 +220,9 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 			}
 			stopRun()
 			if parent.Err() != nil {
-				return nil, fmt.Errorf("cluster %q: stopped while its cache was syncing", rec.name)
+				return nil, multicluster.WithCluster(rec.name, errors.New("stopped while its cache was syncing"))
 			}
-			return nil, fmt.Errorf("cluster %q: cache did not sync within %s", rec.name, e.opts.CacheSyncTimeout)
+			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("cache did not sync within %s", e.opts.CacheSyncTimeout))
 		case err := <-exited:
 			if AlreadyStarted(err) {
 				// The application runs this cluster itself (upstream's examples
@@ -234,7 +234,7 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 			stopRun()
 			cancel()
 			<-synced
-			return nil, fmt.Errorf("cluster %q: stopped before its cache synced: %w", rec.name, errOrStopped(err))
+			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("stopped before its cache synced: %w", errOrStopped(err)))
 		}
 	}
 }

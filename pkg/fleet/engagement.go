@@ -87,19 +87,19 @@ func (e *Engine) catchUp(rec *record, idx int, a multicluster.Aware) {
 // engaged one once it is engaged.
 func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("cluster %q: engagement context already done: %w", name, err)
+		return multicluster.WithCluster(name, fmt.Errorf("engagement context already done: %w", err))
 	}
 	e.mu.Lock()
 	rec := e.recordLocked(name)
 	if rec.member != nil && !rec.member.adopted {
 		e.mu.Unlock()
-		return fmt.Errorf("cluster %q: already a member published by a provider; a name has one source", name)
+		return multicluster.WithCluster(name, errors.New("already a member published by a provider; a name has one source"))
 	}
 	m := rec.member
 	if m == nil || m.Cluster != cl {
 		e.adopted++
 		m = &Member{Name: name, Hash: fmt.Sprintf("adopted-%d", e.adopted), Cluster: cl, adopted: true}
-		e.notifyLocked(rec, rec.member, fmt.Errorf("cluster %q: replaced by another instance", name))
+		e.notifyLocked(rec, rec.member, multicluster.WithCluster(name, errors.New("replaced by another instance")))
 		rec.member = m
 		if rec.state == "" {
 			e.transitionLocked(rec, StateWanted, "engaged by its provider")
@@ -133,7 +133,7 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		e.teardownAndRelease(name, stop, "engagement refused", release)
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("cluster %q: engagement context ended while engaging: %w", name, ctx.Err())
+		return multicluster.WithCluster(name, fmt.Errorf("engagement context ended while engaging: %w", ctx.Err()))
 	}
 }
 
@@ -189,7 +189,7 @@ func (e *Engine) notifyLocked(rec *record, m *Member, err error) {
 // errSuperseded is returned by engage when a newer decision made the
 // engagement stale.
 func errSuperseded(name multicluster.ClusterName) error {
-	return fmt.Errorf("cluster %q: replaced or removed while engaging", name)
+	return multicluster.WithCluster(name, errors.New("replaced or removed while engaging"))
 }
 
 // engage engages in with every subscriber, all or nothing, and makes it the
@@ -235,7 +235,7 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 			// Its Start returned while it was engaged: it is not made current.
 			rec.mu.Unlock()
 			e.mu.RUnlock()
-			err = fmt.Errorf("cluster %q: stopped running while it was engaged", rec.name)
+			err = errors.New("stopped running while it was engaged") // named below
 			break
 		}
 		if len(e.subs) > len(subs) {
@@ -285,7 +285,9 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 			e.log.Error(ferr, "Failed to engage the previous cluster again after its replacement was refused", "cluster", rec.name)
 		}
 	}
-	return fmt.Errorf("cluster %q: %w", rec.name, err)
+	// Named once, here: a subscriber's own naming of the cluster (a
+	// controller's Engage names it for callers that do not) is taken off.
+	return multicluster.WithCluster(rec.name, err)
 }
 
 // engageAll engages every subscriber concurrently and joins their errors.

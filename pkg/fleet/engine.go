@@ -123,7 +123,7 @@ func (e *Engine) removeLocked(rec *record, why string) (stop []*instance, releas
 		rec.owner.stop()
 		rec.owner = nil
 	}
-	e.notifyLocked(rec, nil, fmt.Errorf("cluster %q: removed while engaging (%s)", rec.name, why))
+	e.notifyLocked(rec, nil, multicluster.WithCluster(rec.name, fmt.Errorf("removed while engaging (%s)", why)))
 	e.forgetLocked(rec, why)
 	return stop, release
 }
@@ -161,7 +161,7 @@ func (e *Engine) Get(name multicluster.ClusterName) (cluster.Cluster, error) {
 	defer e.mu.RUnlock()
 	rec, ok := e.records.get(name)
 	if !ok {
-		return nil, fmt.Errorf("cluster %q: %w", name, multicluster.ErrClusterNotFound)
+		return nil, multicluster.WithCluster(name, multicluster.ErrClusterNotFound)
 	}
 	rec.mu.RLock()
 	defer rec.mu.RUnlock()
@@ -384,7 +384,7 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.closing = true
 	for rec := range e.records.all() {
 		rec.gen++ // attempts in flight give up
-		e.notifyLocked(rec, nil, fmt.Errorf("cluster %q: the fleet engine stopped", rec.name))
+		e.notifyLocked(rec, nil, multicluster.WithCluster(rec.name, errors.New("the fleet engine stopped")))
 		stop = append(stop, rec.takeInstances()...)
 		if rec.retry != nil {
 			rec.retry.Stop()

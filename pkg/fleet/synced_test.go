@@ -66,6 +66,7 @@ func TestFailingListIsNotEngaged(t *testing.T) {
 				t.Errorf("the reported error does not name %s: %v", want, err)
 			}
 		}
+		namesClusterOnce(t, err, "failing")
 		if took > 15*time.Second {
 			t.Errorf("the failure was reported after %s, want within seconds", took)
 		}

@@ -88,7 +88,7 @@ func (r *channelRegistration[object]) Start(ctx context.Context, q workqueue.Typ
 	c.mu.Lock()
 	if c.engaged != nil && c.engaged != rec {
 		c.mu.Unlock()
-		return fmt.Errorf("mcsource.Channel: cluster %q: the source already serves another controller", r.name)
+		return errors.New("mcsource.Channel: the source already serves another controller")
 	}
 	c.engaged = rec
 	r.target.Store(&channelTarget{ctx: ctx, queue: q})

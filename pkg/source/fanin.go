@@ -69,7 +69,7 @@ func (f *FanInSource[object]) ForCluster(name multicluster.ClusterName, cl clust
 	}
 	syncing, ok := inner.(source.TypedSyncingSource[mcreconcile.Request])
 	if !ok {
-		return nil, fmt.Errorf("fan-in source: cluster %q: the watch of %T cannot report its sync", name, f.obj)
+		return nil, fmt.Errorf("fan-in source: the watch of %T cannot report its sync", f.obj)
 	}
 	return &fanInCluster[object]{TypedSyncingSource: syncing, hub: f.hub, name: name}, nil
 }

@@ -138,7 +138,7 @@ func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.Ty
 // carrying the API server's answer (see waitForSync).
 func (k *clusterKind[object, request]) WaitForSync(ctx context.Context) error {
 	if k.registration == nil {
-		return fmt.Errorf("cluster %q: %s was not started", k.cluster, k)
+		return fmt.Errorf("the watch of %T was not started", k.obj)
 	}
 	return waitForSync(ctx, k.cluster, fmt.Sprintf("%T", k.obj), k.registration.HasSyncedChecker().Done(), k.probe)
 }

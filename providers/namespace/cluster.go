@@ -124,12 +124,12 @@ func (vc *virtualCluster) view(ctx context.Context, key informerKey, obj client.
 	}
 	d, err := vc.p.dispatchers.get(ctx, key, obj)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: getting the shared informer for %s: %w", vc.name, key.gvk, err)
+		return nil, fmt.Errorf("getting the shared informer for %s: %w", key.gvk, err)
 	}
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
 	if vc.ctx.Err() != nil {
-		return nil, fmt.Errorf("cluster %q: %w", vc.name, errStopped)
+		return nil, errStopped
 	}
 	if v, ok := vc.views[key]; ok {
 		return v, nil
@@ -319,13 +319,13 @@ func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts 
 	if !namespaced {
 		inf, err := c.r.(cache.Cache).GetInformer(ctx, obj, opts...)
 		if err != nil {
-			return nil, fmt.Errorf("cluster %q: %w", c.cluster, err)
+			return nil, err
 		}
 		return c.vc.sharedView(inf), nil
 	}
 	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: %w", c.cluster, err)
+		return nil, err
 	}
 	v, err := c.vc.view(ctx, informerKey{gvk: gvk, form: formOf(obj)}, obj)
 	if err != nil {
@@ -339,7 +339,7 @@ func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts 
 		select {
 		case <-v.HasSyncedChecker().Done():
 		case <-ctx.Done():
-			return nil, fmt.Errorf("cluster %q: waiting for the informer for %s to sync: %w", c.cluster, gvk, ctx.Err())
+			return nil, fmt.Errorf("waiting for the informer for %s to sync: %w", gvk, ctx.Err())
 		}
 	}
 	return v, nil
@@ -356,7 +356,7 @@ func (c *virtualCache) GetInformerForKind(ctx context.Context, gvk schema.GroupV
 	}
 	o, ok := obj.(client.Object)
 	if !ok {
-		return nil, fmt.Errorf("cluster %q: %s is not a client.Object", c.cluster, gvk)
+		return nil, fmt.Errorf("%s is not a client.Object", gvk)
 	}
 	return c.GetInformer(ctx, o, opts...)
 }
@@ -370,11 +370,11 @@ func (c *virtualCache) RemoveInformer(_ context.Context, obj client.Object) erro
 		return err
 	}
 	if !namespaced {
-		return fmt.Errorf("cluster %q: the informer for cluster-scoped %T is shared by every namespace virtual cluster and cannot be removed from one", c.cluster, obj)
+		return fmt.Errorf("the informer for cluster-scoped %T is shared by every namespace virtual cluster and cannot be removed from one", obj)
 	}
 	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
 	if err != nil {
-		return fmt.Errorf("cluster %q: %w", c.cluster, err)
+		return err
 	}
 	key := informerKey{gvk: gvk, form: formOf(obj)}
 	c.vc.mu.Lock()

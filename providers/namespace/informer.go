@@ -61,13 +61,13 @@ func (v *viewInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEven
 // is not supported on a virtual cluster; a non-zero period is an error.
 func (v *viewInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
 	if opts.ResyncPeriod != nil && *opts.ResyncPeriod != 0 {
-		return nil, fmt.Errorf("cluster %q: %s: resync periods are not supported by namespace virtual clusters", v.vc.name, v.d.key.gvk)
+		return nil, fmt.Errorf("%s: resync periods are not supported by namespace virtual clusters", v.d.key.gvk)
 	}
 	if h == nil {
-		return nil, fmt.Errorf("cluster %q: %s: nil event handler", v.vc.name, v.d.key.gvk)
+		return nil, fmt.Errorf("%s: nil event handler", v.d.key.gvk)
 	}
 	if v.vc.ctx.Err() != nil {
-		return nil, fmt.Errorf("cluster %q: %w", v.vc.name, errStopped)
+		return nil, errStopped
 	}
 	r := &registration{view: v, handler: h}
 	v.mu.Lock()
@@ -77,12 +77,12 @@ func (v *viewInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHand
 		v.mu.Lock()
 		delete(v.regs, r)
 		v.mu.Unlock()
-		return nil, fmt.Errorf("cluster %q: %w", v.vc.name, err)
+		return nil, err
 	}
 	// The cluster may have stopped meanwhile; its cleanup may have missed r.
 	if v.vc.ctx.Err() != nil {
 		v.removeAll()
-		return nil, fmt.Errorf("cluster %q: %w", v.vc.name, errStopped)
+		return nil, errStopped
 	}
 	return r, nil
 }
@@ -91,7 +91,7 @@ func (v *viewInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHand
 func (v *viewInformer) RemoveEventHandler(handle toolscache.ResourceEventHandlerRegistration) error {
 	r, ok := handle.(*registration)
 	if !ok || r.view != v {
-		return fmt.Errorf("cluster %q: %s: registration %T was not made on this informer", v.vc.name, v.d.key.gvk, handle)
+		return fmt.Errorf("%s: registration %T was not made on this informer", v.d.key.gvk, handle)
 	}
 	v.mu.Lock()
 	delete(v.regs, r)
@@ -114,7 +114,7 @@ func (v *viewInformer) removeAll() {
 // AddIndexers is not supported: indexers of the shared informer would apply
 // to every virtual cluster. Use the cluster's GetFieldIndexer instead.
 func (v *viewInformer) AddIndexers(toolscache.Indexers) error {
-	return fmt.Errorf("cluster %q: %s: AddIndexers is not supported on a namespace virtual cluster's informer; use GetFieldIndexer().IndexField, which indexes the shared cache once for all virtual clusters", v.vc.name, v.d.key.gvk)
+	return fmt.Errorf("%s: AddIndexers is not supported on a namespace virtual cluster's informer; use GetFieldIndexer().IndexField, which indexes the shared cache once for all virtual clusters", v.d.key.gvk)
 }
 
 // HasSynced reports whether the shared informer has synced.
@@ -161,14 +161,14 @@ func (s *clusterScopedInformer) AddEventHandlerWithOptions(h toolscache.Resource
 
 func (s *clusterScopedInformer) track(reg toolscache.ResourceEventHandlerRegistration, err error) (toolscache.ResourceEventHandlerRegistration, error) {
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: %w", s.vc.name, err)
+		return nil, err
 	}
 	s.mu.Lock()
 	s.regs[reg] = struct{}{}
 	s.mu.Unlock()
 	if s.vc.ctx.Err() != nil {
 		s.removeAll()
-		return nil, fmt.Errorf("cluster %q: %w", s.vc.name, errStopped)
+		return nil, errStopped
 	}
 	return reg, nil
 }
@@ -194,7 +194,7 @@ func (s *clusterScopedInformer) removeAll() {
 // AddIndexers is not supported: the shared informer serves every virtual
 // cluster. Use the cluster's GetFieldIndexer instead.
 func (s *clusterScopedInformer) AddIndexers(toolscache.Indexers) error {
-	return fmt.Errorf("cluster %q: AddIndexers is not supported on a shared cluster-scoped informer of a namespace virtual cluster; use GetFieldIndexer().IndexField", s.vc.name)
+	return errors.New("AddIndexers is not supported on a shared cluster-scoped informer of a namespace virtual cluster; use GetFieldIndexer().IndexField")
 }
 
 // IsStopped reports whether the shared informer or the virtual cluster stopped.
