@@ -69,6 +69,11 @@ type record struct {
 	// change them under the engine's read lock.
 	nextProbe time.Time // zero while no probe is scheduled
 	probing   bool
+	// healthGauge is the value last written to multicluster_cluster_healthy
+	// for the record, plus one (0: none written since the series was
+	// released): an answer that does not change it writes nothing. Written
+	// under the record's lock, read or exclusive.
+	healthGauge atomic.Int32
 	// settled is latched once the record was engaged or declared
 	// disconnected: readiness reads it without the record's lock.
 	settled atomic.Bool
