@@ -111,9 +111,9 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 			return c.notEngaged(req), nil
 		}
 		c.stopWaiting(req)
-		ctx, release := withEngagement(ctx, engaged)
+		ctx, ec := withEngagement(ctx, engaged)
 		res, err := user.Reconcile(ctx, req)
-		release()
+		ec.release()
 		held()
 		if engaged.Err() != nil && !c.stopping() {
 			return c.disengagedDuring(req, err), nil

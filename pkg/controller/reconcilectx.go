@@ -5,8 +5,8 @@ import (
 	"sync"
 )
 
-// withEngagement returns ctx, cancelled also when engaged ends, and the
-// function that releases it. A reconcile ends with its cluster's engagement:
+// withEngagement returns ctx, cancelled also when engaged ends, and what
+// releases it (release; nil, which releases nothing, if engaged never ends). A reconcile ends with its cluster's engagement:
 // a member declared disconnected, removed or replaced does not keep the
 // worker that waits on it.
 //
@@ -14,12 +14,15 @@ import (
 // Done or derives a context: a reconcile that reads its cluster's cache never
 // does, and many workers reconciling one cluster would otherwise take the
 // engagement's lock on every request to add and remove themselves.
-func withEngagement(ctx, engaged context.Context) (context.Context, func()) {
+//
+// The context itself is the release handle: one allocation per reconcile, no
+// closure besides it.
+func withEngagement(ctx, engaged context.Context) (context.Context, *engagedContext) {
 	if engaged.Done() == nil {
-		return ctx, func() {}
+		return ctx, nil
 	}
 	c := &engagedContext{Context: ctx, engaged: engaged}
-	return c, c.release
+	return c, c
 }
 
 // engagedContext is a reconcile's context: its values and deadline are the
@@ -89,6 +92,9 @@ func (c *engagedContext) register(f func()) []func() bool {
 // release drops what Done registered. Contexts derived from this one keep
 // their own registrations until they are cancelled.
 func (c *engagedContext) release() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	stops := c.stops
 	c.stops = nil

@@ -61,8 +61,8 @@ func TestReconcileContextEndsWithEngagement(t *testing.T) {
 	parent, stopController := context.WithCancel(context.WithValue(context.Background(), key{}, "reconcile"))
 	defer stopController()
 
-	ctx, release := withEngagement(parent, engagedCtx)
-	defer release()
+	ctx, ec := withEngagement(parent, engagedCtx)
+	defer ec.release()
 	child, cancelChild := context.WithTimeout(ctx, time.Hour)
 	defer cancelChild()
 	if ctx.Value(key{}) != "reconcile" || child.Value(key{}) != "reconcile" {
@@ -87,8 +87,8 @@ func TestReconcileContextEndsWithController(t *testing.T) {
 	defer disengage()
 	parent, stopController := context.WithCancel(context.Background())
 
-	ctx, release := withEngagement(parent, engagedCtx)
-	defer release()
+	ctx, ec := withEngagement(parent, engagedCtx)
+	defer ec.release()
 	done := ctx.Done()
 	stopController()
 	waitDone(t, ctx, "the reconcile's context")
@@ -110,20 +110,20 @@ func TestReconcileContextRegistersOnlyWhenAsked(t *testing.T) {
 	parent, stop := context.WithCancel(context.Background())
 	defer stop()
 
-	ctx, release := withEngagement(parent, engagedCtx)
+	ctx, ec := withEngagement(parent, engagedCtx)
 	_ = ctx.Err()
 	_ = ctx.Value(key{})
 	if n := engagedCtx.registrations(); n != 0 {
 		t.Errorf("a reconcile that did not ask for Done registered %d times with the engagement", n)
 	}
-	release()
+	ec.release()
 
-	ctx, release = withEngagement(parent, engagedCtx)
+	ctx, ec = withEngagement(parent, engagedCtx)
 	_ = ctx.Done()
 	if n := engagedCtx.registrations(); n != 1 {
 		t.Errorf("after Done: %d registrations with the engagement, want 1", n)
 	}
-	release()
+	ec.release()
 	if n := engagedCtx.registrations(); n != 0 {
 		t.Errorf("after release: %d registrations with the engagement left, want 0", n)
 	}

@@ -150,7 +150,7 @@ func (e *Engine) unadmitLocked(rec *record, why string) {
 	e.transitionLocked(rec, StateWanted, why)
 	// Engage calls waiting here return: the cluster is engaged where it runs.
 	e.notifyLocked(rec, nil, nil)
-	e.releaseSeriesLocked(rec.name)
+	e.releaseSeriesLocked(rec)
 	name := rec.name
 	e.wg.Go(func() { e.teardownAndRelease(name, stop, why, release) })
 }

@@ -344,5 +344,6 @@ func (e *Engine) Hold(name multicluster.ClusterName) (engaged context.Context, d
 		return nil, nil, false
 	}
 	in.inflight.add()
-	return in.eng, sync.OnceFunc(in.inflight.done), true
+	h := &hold{in: in}
+	return in.eng, h.release, true
 }

@@ -139,17 +139,18 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 		rec.retry.Stop()
 	}
 	e.transitionLocked(rec, StateGone, why)
-	e.releaseSeriesLocked(rec.name)
+	e.releaseSeriesLocked(rec)
 }
 
 // releaseSeriesLocked drops the cluster's per-cluster series: it is gone, or
-// run by another replica now.
-func (e *Engine) releaseSeriesLocked(name multicluster.ClusterName) {
-	if e.healthSeries.Release(name) {
-		metrics.Healthy.DeleteLabelValues(name)
+// run by another replica now. Under rec's lock or the engine's exclusive one.
+func (e *Engine) releaseSeriesLocked(rec *record) {
+	rec.healthGauge.Store(0) // written again by the next probe, if any
+	if e.healthSeries.Release(rec.name) {
+		metrics.Healthy.DeleteLabelValues(rec.name)
 	}
 	if e.opts.OnRelease != nil {
-		e.opts.OnRelease(name)
+		e.opts.OnRelease(rec.name)
 	}
 }
 

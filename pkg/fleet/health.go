@@ -186,11 +186,12 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	e.mu.RLock()
 	rec.mu.RLock()
 	healthy := res == probeOK && rec.state == StateEngaged && rec.failures == 0 && rec.cur == in && e.records.is(rec.name, rec)
+	if healthy {
+		// Under the record's lock: releasing the series takes it exclusively.
+		e.setHealthy(rec, 1)
+	}
 	rec.mu.RUnlock()
 	if healthy {
-		if e.healthSeries.Admit(rec.name) {
-			metrics.Healthy.WithLabelValues(rec.name).Set(1)
-		}
 		e.probes.mu.Lock()
 		rec.probing = false
 		e.probes.scheduleLocked(rec, now.Add(e.opts.Health.Interval))
@@ -215,9 +216,7 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	if res == probeOK {
 		gauge = 1
 	}
-	if e.healthSeries.Admit(rec.name) {
-		metrics.Healthy.WithLabelValues(rec.name).Set(gauge)
-	}
+	e.setHealthy(rec, gauge)
 	var refresh func()
 	switch {
 	case res == probeOK && rec.state == StateDisconnected:
@@ -249,6 +248,22 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	unlock()
 	if refresh != nil {
 		refresh()
+	}
+}
+
+// setHealthy sets the cluster's multicluster_cluster_healthy to v, unless
+// it holds v already: most probes change nothing, and the label lookup and
+// the series cap's lock are most of what a probe costs besides its request.
+// Under rec's lock (read or exclusive); one probe of a record answers at a
+// time.
+func (e *Engine) setHealthy(rec *record, v float64) {
+	mark := int32(v) + 1
+	if rec.healthGauge.Load() == mark {
+		return
+	}
+	if e.healthSeries.Admit(rec.name) {
+		metrics.Healthy.WithLabelValues(rec.name).Set(v)
+		rec.healthGauge.Store(mark)
 	}
 }
 
@@ -341,12 +356,20 @@ func readyz(ctx context.Context, in *instance, timeout time.Duration) (probeResu
 	// A shallow copy: round trippers do not modify the request they are
 	// given, so one request serves every probe of the instance.
 	req := tmpl.WithContext(ctx)
-	resp, err := hc.Do(req)
+	// Straight to the client's transport (client-go's chain: credentials,
+	// user agent, TLS): /readyz does not redirect and the probe has its own
+	// deadline, so http.Client's redirect bookkeeping (a copy of the URL and
+	// of the headers on every request) would be all it adds.
+	rt := hc.Transport
+	if rt == nil {
+		rt = http.DefaultTransport
+	}
+	resp, err := rt.RoundTrip(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return probeFailed, fmt.Errorf("/readyz: no answer within %s: %w", timeout, err)
 		}
-		return probeFailed, err
+		return probeFailed, fmt.Errorf("/readyz: %w", err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4096))
 	_ = resp.Body.Close()

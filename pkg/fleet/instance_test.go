@@ -159,7 +159,8 @@ func hasHealthySeries(name multicluster.ClusterName) bool {
 }
 
 // Defect 8: a cluster handed to another replica leaves no series in
-// multicluster_cluster_healthy behind: the new owner reports its health.
+// multicluster_cluster_healthy behind: the new owner reports its health; and
+// when it comes back, this replica reports it again.
 func TestHealthySeriesReleasedOnHandOff(t *testing.T) {
 	fences := newFenceService()
 	e, tr := startProbing(t, fleet.Options{Admission: fences})
@@ -181,6 +182,16 @@ func TestHealthySeriesReleasedOnHandOff(t *testing.T) {
 	fleettest.Eventually(t, time.Minute, func() error {
 		if hasHealthySeries(name) {
 			return errors.New("multicluster_cluster_healthy still has a series for a cluster handed to another replica")
+		}
+		return nil
+	})
+
+	// Handed back, the cluster reports its health again: a probe whose answer
+	// matches the value written before the hand-off still writes it.
+	fences.setOwns(name, true)
+	fleettest.Eventually(t, time.Minute, func() error {
+		if !hasHealthySeries(name) {
+			return errors.New("no multicluster_cluster_healthy series for a cluster handed back to this replica")
 		}
 		return nil
 	})

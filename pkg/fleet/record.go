@@ -69,6 +69,11 @@ type record struct {
 	// change them under the engine's read lock.
 	nextProbe time.Time // zero while no probe is scheduled
 	probing   bool
+	// healthGauge is the value last written to multicluster_cluster_healthy
+	// for the record, plus one (0: none written since the series was
+	// released): an answer that does not change it writes nothing. Written
+	// under the record's lock, read or exclusive.
+	healthGauge atomic.Int32
 	// settled is latched once the record was engaged or declared
 	// disconnected: readiness reads it without the record's lock.
 	settled atomic.Bool
@@ -186,25 +191,26 @@ type instance struct {
 	probeReq *http.Request
 }
 
-// inflight counts work in flight and tells when none is left.
+// inflight counts work in flight and tells when none is left. Adding and
+// finishing work is an atomic add on the count: many workers reconciling one
+// cluster share no lock. The mutex is taken only when a drain waits for zero,
+// and by the finish that brings the count to zero while one waits.
 type inflight struct {
+	n    atomic.Int64
 	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to zero; nil while n is zero
+	idle chan struct{} // made by wait while work is in flight; closed at zero
 }
 
-func (f *inflight) add() {
-	f.mu.Lock()
-	if f.n == 0 {
-		f.idle = make(chan struct{})
-	}
-	f.n++
-	f.mu.Unlock()
-}
+func (f *inflight) add() { f.n.Add(1) }
 
 func (f *inflight) done() {
+	if f.n.Add(-1) != 0 {
+		return
+	}
 	f.mu.Lock()
-	if f.n--; f.n == 0 {
+	// Work added meanwhile keeps the waiter waiting: it is the last
+	// finish, seeing zero under the lock, that closes idle.
+	if f.idle != nil && f.n.Load() == 0 {
 		close(f.idle)
 		f.idle = nil
 	}
@@ -217,10 +223,26 @@ var closedChan = func() chan struct{} { c := make(chan struct{}); close(c); retu
 func (f *inflight) wait() <-chan struct{} {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n == 0 {
+	if f.n.Load() == 0 {
 		return closedChan
 	}
+	if f.idle == nil {
+		f.idle = make(chan struct{})
+	}
 	return f.idle
+}
+
+// hold is one reconcile's claim on an instance (Engine.Hold); release is
+// its done, safe to call twice.
+type hold struct {
+	in       *instance
+	released atomic.Bool
+}
+
+func (h *hold) release() {
+	if h.released.CompareAndSwap(false, true) {
+		h.in.inflight.done()
+	}
 }
 
 // offer marks subscriber idx as engaged with in; under the record's engMu.

@@ -252,9 +252,9 @@ func (q *Queue[T]) Get() (T, bool) {
 // call Done with it. After ShutDown it returns shutdown true at once.
 func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	for {
 		if q.shutdown {
+			q.mu.Unlock()
 			var zero T
 			return zero, 0, true
 		}
@@ -265,11 +265,16 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 			e.c.inflight++
 			q.ready--
 			now := q.now()
-			q.metrics.get(e, now)
+			waited := now - e.at
 			// The entry is kept while it is processed: Done finds its cluster
 			// through it, without hashing the cluster's name.
 			e.at = now
-			return e.key, e.priority, false
+			item, priority = e.key, e.priority
+			q.mu.Unlock()
+			// Observed outside the lock: the metrics are atomics of their
+			// own, and every worker's Get and Done would wait for them.
+			q.metrics.get(waited)
+			return item, priority, false
 		}
 		q.cond.Wait()
 	}
@@ -279,9 +284,9 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 // queued again now.
 func (q *Queue[T]) Done(item T) {
 	q.mu.Lock()
-	defer q.mu.Unlock()
 	s, ok := q.keys[item]
 	if !ok || s.busy == nil {
+		q.mu.Unlock()
 		return
 	}
 	p := s.busy
@@ -291,7 +296,7 @@ func (q *Queue[T]) Done(item T) {
 		delete(q.keys, item)
 	}
 	now := q.now()
-	q.metrics.done(now - p.at)
+	worked := now - p.at
 	c := p.c
 	c.inflight--
 	if e := s.queued; e != nil && e.state == stateParked {
@@ -304,6 +309,8 @@ func (q *Queue[T]) Done(item T) {
 	if q.shutdown && q.inflight == 0 {
 		q.cond.Broadcast() // ShutDownWithDrain
 	}
+	q.mu.Unlock()
+	q.metrics.done(worked) // outside the lock, as in GetWithPriority
 }
 
 // Len is the number of items ready to be handed out, including those that

@@ -53,10 +53,11 @@ func (m *metrics[T]) add() {
 	}
 }
 
-func (m *metrics[T]) get(e *entry[T], now int64) {
+// get observes an item handed out after waiting ready for d nanoseconds.
+func (m *metrics[T]) get(d int64) {
 	if m != nil {
 		m.depth.Dec()
-		m.latency.Observe(time.Duration(now - e.at).Seconds())
+		m.latency.Observe(time.Duration(d).Seconds())
 	}
 }
 
