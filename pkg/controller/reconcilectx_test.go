@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
 
@@ -152,11 +153,10 @@ func TestEngagementLookupDoesNotWaitForWriters(t *testing.T) {
 	}
 	c.mu.Unlock()
 	cancel()
-	deadline := time.Now().Add(5 * time.Second)
-	for c.engagement("member") != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the engagement was still found 5s after it ended")
+	fleettest.Eventually(t, 5*time.Second, func() error {
+		if c.engagement("member") != nil {
+			return errors.New("the engagement is still found after it ended")
 		}
-		time.Sleep(time.Millisecond)
-	}
+		return nil
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 // The readiness check scans every record; with 10,000 clusters it must not
@@ -22,13 +23,7 @@ func TestReadyDoesNotWaitForReaders(t *testing.T) {
 	go func() { done <- e.Start(ctx) }()
 	defer func() { cancel(); <-done }()
 	// A writer waiting for the lock (Start) would hold back any reader.
-	deadline := time.Now().Add(10 * time.Second)
-	for e.Ready(nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine did not start within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	fleettest.Eventually(t, 10*time.Second, func() error { return e.Ready(nil) })
 
 	answered := make(chan error, 1)
 	e.ReadLocked(func() {
@@ -51,20 +46,13 @@ func TestReadyWaitsForTheListingBounded(t *testing.T) {
 	go func() { done <- e.Start(ctx) }()
 	defer func() { cancel(); <-done }()
 	var sawWaiting bool
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	fleettest.Eventually(t, 10*time.Second, func() error {
 		err := e.Ready(nil)
-		if err == nil {
-			break
-		}
-		if strings.Contains(err.Error(), "has not listed") {
+		if err != nil && strings.Contains(err.Error(), "has not listed") {
 			sawWaiting = true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not ready 10s after start although the listing timeout is 300ms: %v", err)
-		}
-		time.Sleep(time.Millisecond)
-	}
+		return err
+	})
 	if !sawWaiting {
 		t.Error("readiness never waited for the provider's listing")
 	}
@@ -80,13 +68,7 @@ func TestPublishingDoesNotWaitForReaders(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- e.Start(ctx) }()
 	defer func() { cancel(); <-done }()
-	deadline := time.Now().Add(10 * time.Second)
-	for e.Ready(nil) != nil {
-		if time.Now().After(deadline) {
-			t.Fatal("the engine did not start within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	fleettest.Eventually(t, 10*time.Second, func() error { return e.Ready(nil) })
 
 	// Its build waits for the engine's stop: the member stays starting.
 	build := func(ctx context.Context) (cluster.Cluster, error) { <-ctx.Done(); return nil, ctx.Err() }

@@ -265,11 +265,12 @@ func TestSameIdentityRunsOnce(t *testing.T) {
 		t.Fatal("the only replica does not own x")
 	}
 	second := startReplica(t, "identity", "dup", opts, nil, nil)
-	for deadline := time.Now().Add(2 * opts.LeaseDuration); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	fleettest.Consistently(t, 2*opts.LeaseDuration, func() error {
 		if second.c.Owns("x") {
-			t.Fatal("a second process with the same identity owns x while the first renews")
+			return errors.New("a second process with the same identity owns x while the first renews")
 		}
-	}
+		return nil
+	})
 	first.stop()
 	fleettest.Eventually(t, time.Minute, func() error {
 		if !second.c.Owns("x") {
