@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -21,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
@@ -109,12 +111,21 @@ func newManager(b *testing.B, provider multicluster.Provider) mcmanager.Manager 
 	mgr, err := mcmanager.New(config(), provider, manager.Options{
 		Metrics:                server.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Logger:                 logr.Discard(),
+		Logger:                 managerLogger(),
 	})
 	if err != nil {
 		b.Fatal(err)
 	}
 	return mgr
+}
+
+// managerLogger discards the library's logs, unless BENCH_LOG is set: then
+// they go to stderr, to see why a run took as long as it did.
+func managerLogger() logr.Logger {
+	if os.Getenv("BENCH_LOG") == "" {
+		return logr.Discard()
+	}
+	return zap.New(zap.WriteTo(os.Stderr))
 }
 
 // run starts mgr and returns a function that stops it and waits.

@@ -112,9 +112,9 @@ func (r scaleResult) figures(n int) []figure {
 func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 	p := clustersprovider.New()
 	mgr := newManager(b, p)
-	counter := &fleetCounter{}
+	counter := &fleetCounter{first: map[string]time.Time{}}
 	if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("scale-%d", nsCounter.Add(1))).For(&corev1.ConfigMap{}).
-		Complete(cachedGetReconciler(mgr, func(mcreconcile.Request) { counter.record("") })); err != nil {
+		Complete(cachedGetReconciler(mgr, func(r mcreconcile.Request) { counter.record(string(r.ClusterName)) })); err != nil {
 		b.Fatal(err)
 	}
 	eng := mgr.(mcmanager.FleetOwner).Fleet()
@@ -146,7 +146,9 @@ func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 		readyz.Store(int64(time.Since(begin)))
 	}()
 	want := int64(n * objectsPerCluster)
-	waitForLong(b, "every reconcile", func() bool { return counter.total.Load() >= want })
+	if !pollLong(func() bool { return counter.total.Load() >= want }) {
+		b.Fatalf("timed out waiting for every reconcile: %d of %d; %s", counter.total.Load(), want, unreconciled(eng, counter))
+	}
 	r := scaleResult{all: time.Since(begin), cpu: processCPU() - cpu0}
 	lock1 := lockWaits(b)
 	r.engineLock = 100 * (lock1.engine - lock0.engine).Seconds() / r.all.Seconds()
@@ -266,11 +268,37 @@ func seriesCount(b *testing.B) int {
 
 // waitForLong is waitFor with a bound for fleets of thousands: ten minutes.
 func waitForLong(b *testing.B, what string, cond func() bool) {
+	if !pollLong(cond) {
+		b.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+// pollLong polls cond for up to ten minutes and reports whether it held.
+func pollLong(cond func() bool) bool {
 	deadline := time.Now().Add(10 * time.Minute)
 	for !cond() {
 		if time.Now().After(deadline) {
-			b.Fatalf("timed out waiting for %s", what)
+			return false
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	return true
+}
+
+// unreconciled says which clusters had no reconcile yet and what the engine
+// says of them, for a run that timed out.
+func unreconciled(eng *fleet.Engine, counter *fleetCounter) string {
+	states := map[fleet.State]int{}
+	var missing []string
+	counter.mu.Lock()
+	defer counter.mu.Unlock()
+	for _, st := range eng.Clusters() {
+		if _, ok := counter.first[string(st.Name)]; !ok {
+			states[st.State]++
+			if len(missing) < 10 {
+				missing = append(missing, fmt.Sprintf("%s (%s)", st.Name, st.State))
+			}
+		}
+	}
+	return fmt.Sprintf("clusters with no reconcile by state: %v, e.g. %v", states, missing)
 }
