@@ -2,6 +2,8 @@ package fleet
 
 import (
 	"context"
+	"fmt"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
@@ -14,11 +16,24 @@ func (e *Engine) ReadLocked(f func()) {
 	f()
 }
 
-// ProbeOnce probes cl's /readyz once, as the engine does.
-func ProbeOnce(ctx context.Context, cl cluster.Cluster) error {
-	in := &instance{cl: cl}
-	if res, err := readyz(ctx, in, DefaultProbeTimeout); res != probeOK {
-		return err
-	}
-	return nil
+// NewProbe returns a function that probes cl's /readyz as the engine's
+// probe workers do: one worker's timer, the instance's prepared request;
+// only the engine's record keeping is left out.
+func NewProbe(ctx context.Context, cl cluster.Cluster) (probe func() error, stop func()) {
+	var res probeResult
+	var err error
+	w := newProbeWorkers(ctx, 1, DefaultProbeTimeout, func(_ *record, _ *instance, _ time.Time, r probeResult, e error) {
+		res, err = r, e
+	})
+	p := newProber(w)
+	j := probeJob{rec: &record{}, in: &instance{cl: cl}}
+	return func() error {
+		if !p.probe(j) {
+			return fmt.Errorf("the probe hung")
+		}
+		if res != probeOK {
+			return err
+		}
+		return nil
+	}, p.close
 }
