@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 )
 
@@ -220,33 +219,21 @@ func (p *prober) fire() {
 
 // probeCtx is the context of an instance's probes: its values are the
 // engine's, it has no deadline of its own (the prober cancels it at the
-// probe's timeout), and it serves probe after probe until one cancels it.
-// A cancelled probeCtx stays cancelled; the next probe gets a new one.
+// probe's timeout, and so do the workers when the engine stops), and it
+// serves probe after probe until one cancels it. A cancelled probeCtx stays
+// cancelled; the next probe gets a new one.
+//
+// It is the standard library's own cancelCtx, so that the contexts round
+// trippers derive from a request's (pkg/clusters bounds every request)
+// register with it rather than start a goroutine each to watch it.
 type probeCtx struct {
-	parent context.Context
-	done   chan struct{}
-	err    atomic.Pointer[error]
+	context.Context
+	cancel context.CancelCauseFunc
 }
-
-var _ context.Context = &probeCtx{}
 
 func newProbeCtx(parent context.Context) *probeCtx {
-	return &probeCtx{parent: parent, done: make(chan struct{})}
-}
-
-func (c *probeCtx) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (c *probeCtx) Done() <-chan struct{}       { return c.done }
-func (c *probeCtx) Value(key any) any           { return c.parent.Value(key) }
-
-func (c *probeCtx) Err() error {
-	if err := c.err.Load(); err != nil {
-		return *err
-	}
-	return nil
-}
-
-// cancel cancels c with err; once, under the prober's lock.
-func (c *probeCtx) cancel(err error) {
-	c.err.Store(&err)
-	close(c.done)
+	// Without the engine's cancellation: a context registered with the
+	// engine's would stay registered as long as its instance lives.
+	ctx, cancel := context.WithCancelCause(context.WithoutCancel(parent))
+	return &probeCtx{Context: ctx, cancel: cancel}
 }
