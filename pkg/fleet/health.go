@@ -25,7 +25,7 @@ import (
 // goroutine per probe would grow (and copy) every time. A round's probes go
 // to the workers at once (see probeWorkers): a probe's request wakes
 // goroutines and threads, and probes in one burst share those wake-ups (4
-// probes in flight cost about 1.5x the CPU per probe of 32).
+// probes in flight cost about 1.4x the CPU per probe of 32).
 func (e *Engine) runProbes(ctx context.Context, between func()) {
 	tick := min(time.Second, e.opts.Health.Interval/2, e.opts.MinBackoff)
 	tick = max(tick, 10*time.Millisecond)
