@@ -1,7 +1,6 @@
 package fairqueue
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 
@@ -54,10 +53,11 @@ type Queue[T comparable] struct {
 	// request costs a lookup when added and one when Done, none when handed
 	// out, all of them under mu.
 	keys     map[T]*slot[T]
-	inflight int // items handed out and not yet Done
+	slots    sync.Pool // of *slot[T], made outside the lock and unused by an Add that found its item queued
+	inflight int       // items handed out and not yet Done
 	clusters map[string]*cluster[T]
-	waiting  waitHeap[T]
-	ready    int // entries ready or parked: what Len reports
+	waiting  entryHeap[T] // by due time
+	ready    int          // entries ready or parked: what Len reports
 	seq      uint64
 
 	// The ring of clusters with ready items; cur is the cluster whose turn it
@@ -90,6 +90,19 @@ const (
 // and in processing (handed out and not yet Done), each at most once.
 type slot[T comparable] struct {
 	queued, busy *entry[T]
+	// own is the memory of the item's first entry: an item added once and
+	// processed once costs one allocation. An item added again while it
+	// processes in own gets an entry of its own.
+	own entry[T]
+}
+
+// newEntry returns memory for the item's next queued entry; under the lock,
+// with no entry queued.
+func (s *slot[T]) newEntry() *entry[T] {
+	if s.busy == &s.own {
+		return &entry[T]{}
+	}
+	return &s.own
 }
 
 type entry[T comparable] struct {
@@ -105,7 +118,7 @@ type entry[T comparable] struct {
 
 type cluster[T comparable] struct {
 	name       string
-	ready      readyHeap[T]
+	ready      entryHeap[T] // by priority, then first added
 	inflight   int
 	entries    int // entries of the cluster queued
 	prev, next *cluster[T]
@@ -130,6 +143,8 @@ func New[T comparable](name string, opts Options[T]) *Queue[T] {
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
+	q.waiting.key = waitKey[T]
+	q.slots.New = func() any { return new(slot[T]) }
 	q.cond = sync.NewCond(&q.mu)
 	q.metrics = newMetrics[T](name, opts.MetricsProvider)
 	q.stopped.Add(1)
@@ -175,69 +190,88 @@ func (q *Queue[T]) NumRequeues(item T) int { return q.opts.RateLimiter.NumRequeu
 // AddWithOpts queues items as controller-runtime's priority queue does: an
 // item already queued keeps the higher of the priorities and the earlier of
 // the ready times; an item whose priority rises goes behind the items queued
-// at its new priority.
+// at its new priority. Items are queued one at a time.
 func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.shutdown {
-		return
-	}
-	now := q.now()
 	priority := 0
 	if o.Priority != nil && !q.opts.FIFO {
 		priority = *o.Priority
 	}
 	for _, key := range items {
-		after := o.After
-		if o.RateLimited {
-			if rl := q.opts.RateLimiter.When(key); after <= 0 || rl < after {
-				after = rl
-			}
+		q.add(key, o, priority)
+	}
+}
+
+// add queues one item. Thousands of informers' handlers add at once while
+// the workers Get and Done: everything that does not need the queue's state
+// (the rate limiter, the item's cluster, the clock, a new item's memory, the
+// metrics and the wake-up of a worker) is done outside the lock.
+func (q *Queue[T]) add(key T, o priorityqueue.AddOpts, priority int) {
+	after := o.After
+	if o.RateLimited {
+		if rl := q.opts.RateLimiter.When(key); after <= 0 || rl < after {
+			after = rl
 		}
+	}
+	name := q.opts.ClusterOf(key)
+	fresh := q.slots.Get().(*slot[T])
+	now := q.now()
+
+	q.mu.Lock()
+	if q.shutdown {
+		q.mu.Unlock()
+		q.slots.Put(fresh)
+		return
+	}
+	s, ok := q.keys[key]
+	if !ok {
+		s, fresh = fresh, nil
+		q.keys[key] = s
+	}
+	madeReady := false
+	if e := s.queued; e == nil {
+		e = s.newEntry()
+		*e = entry[T]{key: key, s: s, priority: priority, seq: q.nextSeq(), index: -1}
+		if s.busy != nil {
+			e.c = s.busy.c // the same item, the same cluster
+		} else {
+			e.c = q.clusterFor(name)
+		}
+		e.c.entries++
+		s.queued = e
 		if after > 0 {
-			q.metrics.retry()
+			q.pushWaiting(e, now+int64(after))
+		} else {
+			madeReady = q.makeReady(e, now)
 		}
-		s, ok := q.keys[key]
-		if !ok {
-			s = &slot[T]{}
-			q.keys[key] = s
-		}
-		e := s.queued
-		if e == nil {
-			e = &entry[T]{key: key, s: s, priority: priority, seq: q.nextSeq(), index: -1}
-			if s.busy != nil {
-				e.c = s.busy.c // the same item, the same cluster
-			} else {
-				e.c = q.clusterFor(q.opts.ClusterOf(key))
-			}
-			e.c.entries++
-			s.queued = e
-			if after > 0 {
-				q.pushWaiting(e, now+int64(after))
-			} else {
-				q.makeReady(e, now)
-			}
-			continue
-		}
+	} else {
 		if priority > e.priority {
 			e.priority, e.seq = priority, q.nextSeq()
 			if e.state == stateReady {
-				heap.Fix(&e.c.ready, e.index)
+				e.c.ready.fix(e)
 			}
 		}
-		if e.state != stateWaiting {
-			continue
-		}
-		if after <= 0 {
-			heap.Remove(&q.waiting, e.index)
-			q.makeReady(e, now)
-		} else if at := now + int64(after); at < e.at {
-			e.at = at
-			heap.Fix(&q.waiting, e.index)
-			if e.index == 0 {
-				q.notifyWaiting()
+		if e.state == stateWaiting {
+			if after <= 0 {
+				q.waiting.remove(e)
+				madeReady = q.makeReady(e, now)
+			} else if at := now + int64(after); at < e.at {
+				e.at = at
+				q.waiting.fix(e)
+				if e.index == 0 {
+					q.notifyWaiting()
+				}
 			}
 		}
+	}
+	q.mu.Unlock()
+	if fresh != nil {
+		q.slots.Put(fresh)
+	}
+	if after > 0 {
+		q.metrics.retry()
+	}
+	if madeReady {
+		q.readied(1)
 	}
 }
 
@@ -299,11 +333,12 @@ func (q *Queue[T]) Done(item T) {
 	worked := now - p.at
 	c := p.c
 	c.inflight--
+	readied, freed := false, false
 	if e := s.queued; e != nil && e.state == stateParked {
 		q.ready-- // counted again by makeReady
-		q.makeReady(e, now)
+		readied = q.makeReady(e, now)
 	} else if c.ready.Len() > 0 {
-		q.cond.Signal() // the cluster may have been at its cap
+		freed = true // the cluster may have been at its cap
 	}
 	q.dropIfIdle(c)
 	if q.shutdown && q.inflight == 0 {
@@ -311,6 +346,11 @@ func (q *Queue[T]) Done(item T) {
 	}
 	q.mu.Unlock()
 	q.metrics.done(worked) // outside the lock, as in GetWithPriority
+	if readied {
+		q.readied(1)
+	} else if freed {
+		q.cond.Signal()
+	}
 }
 
 // Len is the number of items ready to be handed out, including those that
@@ -367,7 +407,7 @@ func (q *Queue[T]) nextSeq() uint64 {
 func (q *Queue[T]) clusterFor(name string) *cluster[T] {
 	c, ok := q.clusters[name]
 	if !ok {
-		c = &cluster[T]{name: name}
+		c = &cluster[T]{name: name, ready: entryHeap[T]{key: readyKey[T]}}
 		q.clusters[name] = c
 	}
 	return c
@@ -382,20 +422,30 @@ func (q *Queue[T]) dropIfIdle(c *cluster[T]) {
 }
 
 // makeReady puts e in its cluster's ready heap, or parks it while the same
-// item is processing.
-func (q *Queue[T]) makeReady(e *entry[T], now int64) {
+// item is processing. It reports whether e is ready: the caller then calls
+// readied once it has released the lock.
+func (q *Queue[T]) makeReady(e *entry[T], now int64) bool {
 	q.ready++
 	if e.s.busy != nil {
 		e.state = stateParked
-		return
+		return false
 	}
 	e.state, e.at = stateReady, now
-	heap.Push(&e.c.ready, e)
-	q.metrics.add()
+	e.c.ready.push(e)
 	if !e.c.inRing {
 		q.link(e.c)
 	}
-	q.cond.Signal()
+	return true
+}
+
+// readied counts n entries made ready and wakes as many waiting workers; it
+// is called without the lock, so that a worker woken does not wait at once
+// for the lock its waker holds.
+func (q *Queue[T]) readied(n int) {
+	for range n {
+		q.metrics.add()
+		q.cond.Signal()
+	}
 }
 
 // pick takes the next item in turn, or nil when no cluster may be served.
@@ -408,7 +458,7 @@ func (q *Queue[T]) pick() *entry[T] {
 			q.advance()
 			continue
 		}
-		e := heap.Pop(&c.ready).(*entry[T])
+		e := c.ready.pop()
 		q.credit--
 		if c.ready.Len() == 0 {
 			q.unlink(c)
@@ -464,7 +514,7 @@ func (q *Queue[T]) weight(c *cluster[T]) int {
 
 func (q *Queue[T]) pushWaiting(e *entry[T], at int64) {
 	e.state, e.at = stateWaiting, at
-	heap.Push(&q.waiting, e)
+	q.waiting.push(e)
 	if e.index == 0 {
 		q.notifyWaiting()
 	}
@@ -485,15 +535,19 @@ func (q *Queue[T]) waitLoop() {
 	for {
 		q.mu.Lock()
 		now := q.now()
-		for q.waiting.Len() > 0 && q.waiting.entries[0].at <= now {
-			e := heap.Pop(&q.waiting).(*entry[T])
-			q.makeReady(e, now)
+		readied := 0
+		for q.waiting.Len() > 0 && q.waiting.peek().at <= now {
+			e := q.waiting.pop()
+			if q.makeReady(e, now) {
+				readied++
+			}
 		}
 		next := time.Hour
 		if q.waiting.Len() > 0 {
-			next = time.Duration(q.waiting.entries[0].at - now)
+			next = time.Duration(q.waiting.peek().at - now)
 		}
 		q.mu.Unlock()
+		q.readied(readied)
 		timer.Reset(next)
 		select {
 		case <-q.done:

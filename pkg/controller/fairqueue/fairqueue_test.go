@@ -481,3 +481,34 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 	}
 	return false
 }
+
+// TestReaddCyclesWhileProcessing adds an item again while each of its
+// entries processes, over several cycles: an item reuses the memory of its
+// first entry once that entry is done, and neither entry may be handed out
+// twice, lost or take the other's priority.
+func TestReaddCyclesWhileProcessing(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.Add("a/1")
+	for cycle := range 6 {
+		r := get(t, q)
+		if r != "a/1" {
+			t.Fatalf("cycle %d: got %s, want a/1", cycle, r)
+		}
+		prio := cycle
+		q.AddWithOpts(priorityqueue.AddOpts{Priority: &prio}, "a/1")
+		q.Add("a/2")
+		if got := get(t, q); got != "a/2" {
+			t.Fatalf("cycle %d: got %s while a/1 processes, want a/2", cycle, got)
+		}
+		q.Done("a/2")
+		if n := q.Len(); n != 1 {
+			t.Fatalf("cycle %d: Len %d, want 1 (a/1 waits for its Done)", cycle, n)
+		}
+		q.Done(r)
+		if _, p, _ := q.GetWithPriority(); p != cycle {
+			t.Fatalf("cycle %d: a/1 handed out with priority %d, want %d", cycle, p, cycle)
+		}
+		q.Done("a/1")
+		q.Add("a/1")
+	}
+}
