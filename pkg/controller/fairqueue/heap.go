@@ -1,6 +1,6 @@
 package fairqueue
 
-// entryHeap is a binary min-heap of entries, used for a cluster's ready
+// entryHeap is a 4-ary min-heap of entries, used for a cluster's ready
 // entries and for the entries waiting for their time. It keeps each entry's
 // index current, so that fix and remove find an entry without a search.
 //
@@ -8,11 +8,16 @@ package fairqueue
 // compares keys in the heap's own array and touches an entry only to note
 // its new index. container/heap would call Less and Swap through an
 // interface and load both entries for every comparison, all of it under the
-// queue's lock, on every Get.
+// queue's lock, on every Get. Four children per node halve the depth of a
+// binary heap, and siblings share cache lines: a cluster's backlog of
+// thousands of requests is sifted with about half the cache misses.
 type entryHeap[T comparable] struct {
 	items []heapItem[T]
 	key   func(*entry[T]) (int64, uint64)
 }
+
+// arity is the number of children of a node.
+const arity = 4
 
 type heapItem[T comparable] struct {
 	k1 int64
@@ -89,7 +94,7 @@ func (h *entryHeap[T]) up(i int) bool {
 	it := h.items[i]
 	start := i
 	for i > 0 {
-		p := (i - 1) / 2
+		p := (i - 1) / arity
 		if !it.less(h.items[p]) {
 			break
 		}
@@ -106,12 +111,15 @@ func (h *entryHeap[T]) down(i int) {
 	n := len(h.items)
 	it := h.items[i]
 	for {
-		c := 2*i + 1
-		if c >= n {
+		first := arity*i + 1
+		if first >= n {
 			break
 		}
-		if r := c + 1; r < n && h.items[r].less(h.items[c]) {
-			c = r
+		c := first
+		for j := first + 1; j < min(first+arity, n); j++ {
+			if h.items[j].less(h.items[c]) {
+				c = j
+			}
 		}
 		if !h.items[c].less(it) {
 			break

@@ -85,7 +85,7 @@ func checkHeap(t *testing.T, seed uint64, key func(*entry[int]) (int64, uint64))
 			if k1, k2 := key(it.e); k1 != it.k1 || k2 != it.k2 {
 				fail(step, "entry %d carries a stale key", it.e.key)
 			}
-			if i > 0 && it.less(h.items[(i-1)/2]) {
+			if i > 0 && it.less(h.items[(i-1)/arity]) {
 				fail(step, "entry %d at %d sorts before its parent", it.e.key, i)
 			}
 		}
