@@ -55,10 +55,13 @@ type Queue[T comparable] struct {
 	keys     map[T]*slot[T]
 	slots    sync.Pool // of *slot[T], made outside the lock and unused by an Add that found its item queued
 	inflight int       // items handed out and not yet Done
-	clusters map[string]*cluster[T]
-	waiting  entryHeap[T] // by due time
-	ready    int          // entries ready or parked: what Len reports
-	seq      uint64
+	// processing holds the entries handed out and not yet Done, each at its
+	// index: the metrics loop reads their ages without walking every key.
+	processing []*entry[T]
+	clusters   map[string]*cluster[T]
+	waiting    entryHeap[T] // by due time
+	ready      int          // entries ready or parked: what Len reports
+	seq        uint64
 
 	// The ring of clusters with ready items; cur is the cluster whose turn it
 	// is and credit what is left of its turn.
@@ -294,6 +297,8 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 		}
 		if e := q.pick(); e != nil {
 			e.s.queued, e.s.busy = nil, e
+			e.index = len(q.processing)
+			q.processing = append(q.processing, e)
 			q.inflight++
 			e.c.entries--
 			e.c.inflight++
@@ -325,6 +330,7 @@ func (q *Queue[T]) Done(item T) {
 	}
 	p := s.busy
 	s.busy = nil
+	q.stopProcessing(p)
 	q.inflight--
 	if s.queued == nil {
 		delete(q.keys, item)
@@ -393,185 +399,4 @@ func (q *Queue[T]) ShuttingDown() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.shutdown
-}
-
-// now is the monotonic time since the queue was made, in nanoseconds: it
-// keeps entries smaller than a time.Time would.
-func (q *Queue[T]) now() int64 { return int64(time.Since(q.epoch)) }
-
-func (q *Queue[T]) nextSeq() uint64 {
-	q.seq++
-	return q.seq
-}
-
-func (q *Queue[T]) clusterFor(name string) *cluster[T] {
-	c, ok := q.clusters[name]
-	if !ok {
-		c = &cluster[T]{name: name, ready: entryHeap[T]{key: readyKey[T]}}
-		q.clusters[name] = c
-	}
-	return c
-}
-
-// dropIfIdle forgets a cluster that holds nothing, so that a fleet's churn
-// leaves nothing behind.
-func (q *Queue[T]) dropIfIdle(c *cluster[T]) {
-	if c.entries == 0 && c.inflight == 0 && !c.inRing {
-		delete(q.clusters, c.name)
-	}
-}
-
-// makeReady puts e in its cluster's ready heap, or parks it while the same
-// item is processing. It reports whether e is ready: the caller then calls
-// readied once it has released the lock.
-func (q *Queue[T]) makeReady(e *entry[T], now int64) bool {
-	q.ready++
-	if e.s.busy != nil {
-		e.state = stateParked
-		return false
-	}
-	e.state, e.at = stateReady, now
-	e.c.ready.push(e)
-	if !e.c.inRing {
-		q.link(e.c)
-	}
-	return true
-}
-
-// readied counts n entries made ready and wakes as many waiting workers; it
-// is called without the lock, so that a worker woken does not wait at once
-// for the lock its waker holds.
-func (q *Queue[T]) readied(n int) {
-	for range n {
-		q.metrics.add()
-		q.cond.Signal()
-	}
-}
-
-// pick takes the next item in turn, or nil when no cluster may be served.
-// Clusters at their cap are passed over; there are at most as many of those
-// as items in processing.
-func (q *Queue[T]) pick() *entry[T] {
-	for range q.ringLen {
-		c := q.cur
-		if q.opts.MaxInFlightPerCluster > 0 && c.inflight >= q.opts.MaxInFlightPerCluster {
-			q.advance()
-			continue
-		}
-		e := c.ready.pop()
-		q.credit--
-		if c.ready.Len() == 0 {
-			q.unlink(c)
-		} else if q.credit <= 0 {
-			q.advance()
-		}
-		return e
-	}
-	return nil
-}
-
-// link adds c to the ring, last in turn.
-func (q *Queue[T]) link(c *cluster[T]) {
-	c.inRing = true
-	q.ringLen++
-	if q.cur == nil {
-		c.prev, c.next = c, c
-		q.cur = c
-		q.credit = q.weight(c)
-		return
-	}
-	c.prev, c.next = q.cur.prev, q.cur
-	q.cur.prev.next = c
-	q.cur.prev = c
-}
-
-func (q *Queue[T]) unlink(c *cluster[T]) {
-	c.inRing = false
-	q.ringLen--
-	if q.ringLen == 0 {
-		q.cur = nil
-	} else {
-		c.prev.next, c.next.prev = c.next, c.prev
-		if q.cur == c {
-			q.cur = c.next
-			q.credit = q.weight(q.cur)
-		}
-	}
-	c.prev, c.next = nil, nil
-}
-
-func (q *Queue[T]) advance() {
-	q.cur = q.cur.next
-	q.credit = q.weight(q.cur)
-}
-
-func (q *Queue[T]) weight(c *cluster[T]) int {
-	if q.opts.Weight == nil {
-		return 1
-	}
-	return max(1, q.opts.Weight(c.name))
-}
-
-func (q *Queue[T]) pushWaiting(e *entry[T], at int64) {
-	e.state, e.at = stateWaiting, at
-	q.waiting.push(e)
-	if e.index == 0 {
-		q.notifyWaiting()
-	}
-}
-
-func (q *Queue[T]) notifyWaiting() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// waitLoop makes waiting items ready when their time comes.
-func (q *Queue[T]) waitLoop() {
-	defer q.stopped.Done()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		q.mu.Lock()
-		now := q.now()
-		readied := 0
-		for q.waiting.Len() > 0 && q.waiting.peek().at <= now {
-			e := q.waiting.pop()
-			if q.makeReady(e, now) {
-				readied++
-			}
-		}
-		next := time.Hour
-		if q.waiting.Len() > 0 {
-			next = time.Duration(q.waiting.peek().at - now)
-		}
-		q.mu.Unlock()
-		q.readied(readied)
-		timer.Reset(next)
-		select {
-		case <-q.done:
-			return
-		case <-q.wake:
-		case <-timer.C:
-		}
-	}
-}
-
-// metricsLoop reports the age of the work in processing, as client-go's
-// queue does.
-func (q *Queue[T]) metricsLoop() {
-	defer q.stopped.Done()
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-q.done:
-			return
-		case <-t.C:
-		}
-		q.mu.Lock()
-		q.metrics.updateUnfinished(q.keys, q.now())
-		q.mu.Unlock()
-	}
 }

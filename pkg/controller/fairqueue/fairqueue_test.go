@@ -2,6 +2,7 @@ package fairqueue
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -389,7 +390,16 @@ func TestConcurrent(t *testing.T) {
 
 type countingProvider struct {
 	adds, retries, depth, latency, work atomic.Int64
+	unfinished, longest                 settable
 }
+
+// settable is a settable gauge that keeps its last value.
+type settable struct{ bits atomic.Uint64 }
+
+func (g *settable) Inc()          {}
+func (g *settable) Dec()          {}
+func (g *settable) Set(v float64) { g.bits.Store(math.Float64bits(v)) }
+func (g *settable) get() float64  { return math.Float64frombits(g.bits.Load()) }
 
 type fn func()
 
@@ -411,10 +421,10 @@ func (p *countingProvider) NewWorkDurationMetric(string) workqueue.HistogramMetr
 	return fn(func() { p.work.Add(1) })
 }
 func (p *countingProvider) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return fn(func() {})
+	return &p.unfinished
 }
 func (p *countingProvider) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return fn(func() {})
+	return &p.longest
 }
 func (p *countingProvider) NewRetriesMetric(string) workqueue.CounterMetric {
 	return fn(func() { p.retries.Add(1) })
@@ -438,6 +448,36 @@ func TestMetrics(t *testing.T) {
 	if a, d, l, w, rt := p.adds.Load(), p.depth.Load(), p.latency.Load(), p.work.Load(), p.retries.Load(); a != 2 || d != 1 || l != 1 || w != 1 || rt != 1 {
 		t.Fatalf("adds %d depth %d latency %d work %d retries %d, want 2 1 1 1 1", a, d, l, w, rt)
 	}
+}
+
+// TestUnfinishedWork checks the gauges of the work in processing: they count
+// the items handed out and not yet Done, whatever is queued besides, and
+// fall to zero once all are Done.
+func TestUnfinishedWork(t *testing.T) {
+	p := &countingProvider{}
+	q := New("unfinished-test", Options[req]{ClusterOf: clusterOf, MetricsProvider: p})
+	defer q.ShutDown()
+	for _, r := range []req{"a/1", "a/2", "b/1", "b/2"} {
+		q.Add(r)
+	}
+	first := get(t, q)
+	time.Sleep(20 * time.Millisecond) // the first item is older than the second
+	second := get(t, q)
+	fleettest.Eventually(t, 10*time.Second, func() error {
+		// Two items process; two more are queued and must not count.
+		if u, l := p.unfinished.get(), p.longest.get(); !(u > l && l > 0 && u < 2*l) {
+			return fmt.Errorf("unfinished %vs, longest %vs: want the ages of the two items in processing", u, l)
+		}
+		return nil
+	})
+	q.Done(first)
+	q.Done(second)
+	fleettest.Eventually(t, 10*time.Second, func() error {
+		if u, l := p.unfinished.get(), p.longest.get(); u != 0 || l != 0 {
+			return fmt.Errorf("unfinished %vs, longest %vs after every item is Done, want 0", u, l)
+		}
+		return nil
+	})
 }
 
 func TestDefaultMetricsAreControllerRuntimes(t *testing.T) {
