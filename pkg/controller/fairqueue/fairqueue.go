@@ -193,89 +193,109 @@ func (q *Queue[T]) NumRequeues(item T) int { return q.opts.RateLimiter.NumRequeu
 // AddWithOpts queues items as controller-runtime's priority queue does: an
 // item already queued keeps the higher of the priorities and the earlier of
 // the ready times; an item whose priority rises goes behind the items queued
-// at its new priority. Items are queued one at a time.
+// at its new priority.
+//
+// Thousands of informers' handlers add at once while the workers Get and
+// Done: everything that does not need the queue's state (the rate limiter,
+// the items' clusters, the clock, a new item's memory, the metrics and the
+// wake-up of workers) is done outside the lock, and the items of one call
+// are queued under one lock.
 func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 	priority := 0
 	if o.Priority != nil && !q.opts.FIFO {
 		priority = *o.Priority
 	}
+	var one [1]pendingAdd[T] // the common case, one item, allocates no slice
+	adds := one[:0]
+	if len(items) > 1 {
+		adds = make([]pendingAdd[T], 0, len(items))
+	}
 	for _, key := range items {
-		q.add(key, o, priority)
-	}
-}
-
-// add queues one item. Thousands of informers' handlers add at once while
-// the workers Get and Done: everything that does not need the queue's state
-// (the rate limiter, the item's cluster, the clock, a new item's memory, the
-// metrics and the wake-up of a worker) is done outside the lock.
-func (q *Queue[T]) add(key T, o priorityqueue.AddOpts, priority int) {
-	after := o.After
-	if o.RateLimited {
-		if rl := q.opts.RateLimiter.When(key); after <= 0 || rl < after {
-			after = rl
-		}
-	}
-	name := q.opts.ClusterOf(key)
-	fresh := q.slots.Get().(*slot[T])
-	now := q.now()
-
-	q.mu.Lock()
-	if q.shutdown {
-		q.mu.Unlock()
-		q.slots.Put(fresh)
-		return
-	}
-	s, ok := q.keys[key]
-	if !ok {
-		s, fresh = fresh, nil
-		q.keys[key] = s
-	}
-	madeReady := false
-	if e := s.queued; e == nil {
-		e = s.newEntry()
-		*e = entry[T]{key: key, s: s, priority: priority, seq: q.nextSeq(), index: -1}
-		if s.busy != nil {
-			e.c = s.busy.c // the same item, the same cluster
-		} else {
-			e.c = q.clusterFor(name)
-		}
-		e.c.entries++
-		s.queued = e
-		if after > 0 {
-			q.pushWaiting(e, now+int64(after))
-		} else {
-			madeReady = q.makeReady(e, now)
-		}
-	} else {
-		if priority > e.priority {
-			e.priority, e.seq = priority, q.nextSeq()
-			if e.state == stateReady {
-				e.c.ready.fix(e)
+		a := pendingAdd[T]{key: key, after: o.After, cluster: q.opts.ClusterOf(key), fresh: q.slots.Get().(*slot[T])}
+		if o.RateLimited {
+			if rl := q.opts.RateLimiter.When(key); a.after <= 0 || rl < a.after {
+				a.after = rl
 			}
 		}
-		if e.state == stateWaiting {
-			if after <= 0 {
-				q.waiting.remove(e)
-				madeReady = q.makeReady(e, now)
-			} else if at := now + int64(after); at < e.at {
-				e.at = at
-				q.waiting.fix(e)
-				if e.index == 0 {
-					q.notifyWaiting()
-				}
+		adds = append(adds, a)
+	}
+	now := q.now()
+
+	readied := 0
+	q.mu.Lock()
+	if !q.shutdown {
+		for i := range adds {
+			if q.add(&adds[i], priority, now) {
+				readied++
 			}
 		}
 	}
 	q.mu.Unlock()
-	if fresh != nil {
-		q.slots.Put(fresh)
+	for _, a := range adds {
+		if a.fresh != nil {
+			q.slots.Put(a.fresh)
+		}
+		if a.after > 0 {
+			q.metrics.retry()
+		}
 	}
-	if after > 0 {
-		q.metrics.retry()
+	q.readied(readied)
+}
+
+// pendingAdd is one item of AddWithOpts, prepared outside the lock.
+type pendingAdd[T comparable] struct {
+	key     T
+	after   time.Duration
+	cluster string
+	fresh   *slot[T] // the item's slot if it is new; add sets it nil when it takes it
+}
+
+// add queues one item; under the lock. It reports whether the item was
+// made ready: the caller then calls readied once it has released the lock.
+func (q *Queue[T]) add(a *pendingAdd[T], priority int, now int64) bool {
+	s, ok := q.keys[a.key]
+	if !ok {
+		s, a.fresh = a.fresh, nil
+		q.keys[a.key] = s
 	}
-	if madeReady {
-		q.readied(1)
+	e := s.queued
+	if e == nil {
+		e = s.newEntry()
+		*e = entry[T]{key: a.key, s: s, priority: priority, seq: q.nextSeq(), index: -1}
+		if s.busy != nil {
+			e.c = s.busy.c // the same item, the same cluster
+		} else {
+			e.c = q.clusterFor(a.cluster)
+		}
+		e.c.entries++
+		s.queued = e
+		if a.after > 0 {
+			q.pushWaiting(e, now+int64(a.after))
+			return false
+		}
+		return q.makeReady(e, now)
 	}
+	if priority > e.priority {
+		e.priority, e.seq = priority, q.nextSeq()
+		if e.state == stateReady {
+			e.c.ready.fix(e)
+		}
+	}
+	if e.state != stateWaiting {
+		return false
+	}
+	if a.after <= 0 {
+		q.waiting.remove(e)
+		return q.makeReady(e, now)
+	}
+	if at := now + int64(a.after); at < e.at {
+		e.at = at
+		q.waiting.fix(e)
+		if e.index == 0 {
+			q.notifyWaiting()
+		}
+	}
+	return false
 }
 
 // Get hands out the next item. See GetWithPriority.

@@ -552,3 +552,30 @@ func TestReaddCyclesWhileProcessing(t *testing.T) {
 		q.Add("a/1")
 	}
 }
+
+// TestAddWithOptsManyItems adds several items in one call, one of them
+// twice and one already queued: each is queued once, in the order given
+// within its cluster, and a cluster's items keep their turns.
+func TestAddWithOptsManyItems(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.Add("a/0")
+	prio := 1
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &prio}, "a/1", "b/1", "a/2", "a/1", "a/0")
+	if n := q.Len(); n != 4 {
+		t.Fatalf("Len %d, want 4", n)
+	}
+	var got []req
+	for range 4 {
+		r, p, _ := q.GetWithPriority()
+		if p != 1 {
+			t.Fatalf("%s handed out with priority %d, want 1", r, p)
+		}
+		got = append(got, r)
+		q.Done(r)
+	}
+	// a/0 rose to priority 1 after a/1 and a/2 were added at it: it goes
+	// behind them.
+	if want := []req{"a/1", "b/1", "a/2", "a/0"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("handed out %v, want %v", got, want)
+	}
+}
