@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -40,7 +41,8 @@ import (
 // of 5 runs, the three kinds taking turns. One line per kind
 // (Drain/workers=N/fair, .../plainqueue, .../controller-runtime); the fair
 // line carries the ratios to plain controller-runtime: cpu-ratio (CPU per
-// reconcile) and ratio (reconciles/s).
+// reconcile) and ratio (reconciles/s). DRAIN_PERF_CTL lets perf profile the
+// measured windows alone (see perfControl).
 func BenchmarkDrain(b *testing.B) {
 	const clusters, perCluster, rounds = 10, 2000, 5
 	ns := seed(b, perCluster)
@@ -94,6 +96,10 @@ func median(v []float64) float64 {
 type gate struct {
 	queued, done atomic.Int64
 	release      chan struct{}
+	// open is set before release is closed: once it is, a reconcile does not
+	// receive from the closed channel, which takes the channel's lock, and
+	// the workers of every kind would contend for it on every reconcile.
+	open atomic.Bool
 }
 
 func newGate() *gate { return &gate{release: make(chan struct{})} }
@@ -103,7 +109,9 @@ func (g *gate) predicate() predicate.Funcs {
 }
 
 func (g *gate) reconciled() {
-	<-g.release
+	if !g.open.Load() {
+		<-g.release
+	}
 	g.done.Add(1)
 }
 
@@ -116,7 +124,12 @@ func (g *gate) measure(b *testing.B, total int64) drainResult {
 	time.Sleep(10 * time.Millisecond)
 	// No run pays for collecting the garbage of the run before it.
 	runtime.GC()
+	if drainProfHook != nil {
+		drainProfHook(true)
+		defer drainProfHook(false)
+	}
 	begin, cpu0 := time.Now(), processCPU()
+	g.open.Store(true)
 	close(g.release)
 	// Polled every 100µs: the poll's own CPU is counted too, equally for
 	// every kind.
@@ -130,6 +143,36 @@ func (g *gate) measure(b *testing.B, total int64) drainResult {
 	return drainResult{
 		rate:            float64(total) / elapsed.Seconds(),
 		cpuPerReconcile: float64(cpu.Microseconds()) / float64(total),
+	}
+}
+
+// drainProfHook, when set, is called with true right before a drain's
+// measured window and with false right after it.
+var drainProfHook = perfControl()
+
+// perfControl lets perf profile the drains alone: with DRAIN_PERF_CTL naming
+// the control FIFO of a perf record started with --delay=-1 and
+// --control=fd:N (N open on that FIFO), each measured window is enabled and
+// disabled in the profile, and the setup around it (seeding, lists, cache
+// sync) is left out.
+func perfControl() func(bool) {
+	path := os.Getenv("DRAIN_PERF_CTL")
+	if path == "" {
+		return nil
+	}
+	return func(on bool) {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			panic(fmt.Sprintf("DRAIN_PERF_CTL=%s: %v", path, err))
+		}
+		defer f.Close()
+		cmd := "disable\n"
+		if on {
+			cmd = "enable\n"
+		}
+		if _, err := f.WriteString(cmd); err != nil {
+			panic(fmt.Sprintf("DRAIN_PERF_CTL=%s: %v", path, err))
+		}
 	}
 }
 
