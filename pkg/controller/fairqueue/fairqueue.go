@@ -363,8 +363,11 @@ func (q *Queue[T]) Done(item T) {
 	if e := s.queued; e != nil && e.state == stateParked {
 		q.ready-- // counted again by makeReady
 		readied = q.makeReady(e, now)
-	} else if c.ready.Len() > 0 {
-		freed = true // the cluster may have been at its cap
+	} else if q.opts.MaxInFlightPerCluster > 0 && c.ready.Len() > 0 {
+		// The cluster may have been at its cap: a worker may wait for it.
+		// Without a cap no worker waits while a cluster has ready items:
+		// each was signalled when made ready.
+		freed = true
 	}
 	q.dropIfIdle(c)
 	if q.shutdown && q.inflight == 0 {

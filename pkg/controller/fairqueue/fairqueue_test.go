@@ -579,3 +579,31 @@ func TestAddWithOptsManyItems(t *testing.T) {
 		t.Fatalf("handed out %v, want %v", got, want)
 	}
 }
+
+// TestDonesAtCapWakeEveryWaiter frees two places of a cluster at its cap
+// while two workers wait: both are handed an item, not only the first one
+// woken.
+func TestDonesAtCapWakeEveryWaiter(t *testing.T) {
+	q := newQueue(t, Options[req]{MaxInFlightPerCluster: 2})
+	for i := range 4 {
+		q.Add(req(fmt.Sprintf("a/%d", i)))
+	}
+	first, second := get(t, q), get(t, q)
+	ch := make(chan req, 2)
+	for range 2 {
+		go func() {
+			if r, shutdown := q.Get(); !shutdown {
+				ch <- r
+			}
+		}()
+	}
+	q.Done(first)
+	q.Done(second)
+	for i := range 2 {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of 2 waiting workers handed an item after two Dones freed the cap", i)
+		}
+	}
+}
