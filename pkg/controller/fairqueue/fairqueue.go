@@ -223,7 +223,8 @@ func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 
 	readied := 0
 	q.mu.Lock()
-	if !q.shutdown {
+	shutdown := q.shutdown // adds are ignored, and not counted, after ShutDown
+	if !shutdown {
 		for i := range adds {
 			if q.add(&adds[i], priority, now) {
 				readied++
@@ -235,7 +236,7 @@ func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
 		if a.fresh != nil {
 			q.slots.Put(a.fresh)
 		}
-		if a.after > 0 {
+		if a.after > 0 && !shutdown {
 			q.metrics.retry()
 		}
 	}
