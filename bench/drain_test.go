@@ -3,14 +3,17 @@ package bench
 import (
 	"context"
 	"fmt"
+	"os"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -40,7 +43,8 @@ import (
 // of 5 runs, the three kinds taking turns. One line per kind
 // (Drain/workers=N/fair, .../plainqueue, .../controller-runtime); the fair
 // line carries the ratios to plain controller-runtime: cpu-ratio (CPU per
-// reconcile) and ratio (reconciles/s).
+// reconcile) and ratio (reconciles/s). DRAIN_PERF_CTL lets perf profile the
+// measured windows alone (see perfControl).
 func BenchmarkDrain(b *testing.B) {
 	const clusters, perCluster, rounds = 10, 2000, 5
 	ns := seed(b, perCluster)
@@ -94,6 +98,10 @@ func median(v []float64) float64 {
 type gate struct {
 	queued, done atomic.Int64
 	release      chan struct{}
+	// open is set before release is closed: once it is, a reconcile does not
+	// receive from the closed channel, which takes the channel's lock, and
+	// the workers of every kind would contend for it on every reconcile.
+	open atomic.Bool
 }
 
 func newGate() *gate { return &gate{release: make(chan struct{})} }
@@ -103,7 +111,9 @@ func (g *gate) predicate() predicate.Funcs {
 }
 
 func (g *gate) reconciled() {
-	<-g.release
+	if !g.open.Load() {
+		<-g.release
+	}
 	g.done.Add(1)
 }
 
@@ -116,7 +126,12 @@ func (g *gate) measure(b *testing.B, total int64) drainResult {
 	time.Sleep(10 * time.Millisecond)
 	// No run pays for collecting the garbage of the run before it.
 	runtime.GC()
+	if drainProfHook != nil {
+		drainProfHook(true)
+		defer drainProfHook(false)
+	}
 	begin, cpu0 := time.Now(), processCPU()
+	g.open.Store(true)
 	close(g.release)
 	// Polled every 100µs: the poll's own CPU is counted too, equally for
 	// every kind.
@@ -130,6 +145,36 @@ func (g *gate) measure(b *testing.B, total int64) drainResult {
 	return drainResult{
 		rate:            float64(total) / elapsed.Seconds(),
 		cpuPerReconcile: float64(cpu.Microseconds()) / float64(total),
+	}
+}
+
+// drainProfHook, when set, is called with true right before a drain's
+// measured window and with false right after it.
+var drainProfHook = perfControl()
+
+// perfControl lets perf profile the drains alone: with DRAIN_PERF_CTL naming
+// the control FIFO of a perf record started with --delay=-1 and
+// --control=fd:N (N open on that FIFO), each measured window is enabled and
+// disabled in the profile, and the setup around it (seeding, lists, cache
+// sync) is left out.
+func perfControl() func(bool) {
+	path := os.Getenv("DRAIN_PERF_CTL")
+	if path == "" {
+		return nil
+	}
+	return func(on bool) {
+		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+		if err != nil {
+			panic(fmt.Sprintf("DRAIN_PERF_CTL=%s: %v", path, err))
+		}
+		defer f.Close()
+		cmd := "disable\n"
+		if on {
+			cmd = "enable\n"
+		}
+		if _, err := f.WriteString(cmd); err != nil {
+			panic(fmt.Sprintf("DRAIN_PERF_CTL=%s: %v", path, err))
+		}
 	}
 }
 
@@ -184,4 +229,68 @@ func controllerRuntimeDrain(b *testing.B, ns string, total, workers int) drainRe
 	stop := run(b, mgr)
 	defer stop()
 	return g.measure(b, int64(total))
+}
+
+// BenchmarkDrainQueue is the queue's share of BenchmarkDrain alone: 20,000
+// requests over 10 clusters are queued, then 1, 8 or 16 workers take each,
+// Forget and Done it, as controller-runtime's workers do, with nothing in
+// between; the fair queue (with the controller's per-cluster cap for that
+// many workers) and controller-runtime's priority queue, both named so that
+// both report their workqueue metrics. The figure is the process's CPU time
+// per request while the workers run; cpu-ratio is the fair queue's over
+// controller-runtime's, median of 5 runs each, alternated.
+func BenchmarkDrainQueue(b *testing.B) {
+	const clusters, perCluster, rounds = 10, 2000, 5
+	reqs := make([]mcreconcile.Request, 0, clusters*perCluster)
+	for c := range clusters {
+		for i := range perCluster {
+			reqs = append(reqs, busyReq(fmt.Sprintf("cluster-%d", c), i))
+		}
+	}
+	rl := func() workqueue.TypedRateLimiter[mcreconcile.Request] {
+		return workqueue.NewTypedItemExponentialFailureRateLimiter[mcreconcile.Request](5*time.Millisecond, 1000*time.Second)
+	}
+	for _, workers := range []int{1, 8, 16} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			fair := mccontroller.FairQueue(mccontroller.Options{MaxConcurrentReconciles: workers})
+			plain := mccontroller.PlainQueue(mccontroller.Options{})
+			var fairCPU, plainCPU []float64
+			for range rounds {
+				fairCPU = append(fairCPU, drainQueue(fair(fmt.Sprintf("drainq-%d", nsCounter.Add(1)), rl()), reqs, workers))
+				plainCPU = append(plainCPU, drainQueue(plain(fmt.Sprintf("drainq-%d", nsCounter.Add(1)), rl()), reqs, workers))
+			}
+			report(b, "fair", figure{median(fairCPU), "ns-cpu/request"}, figure{median(fairCPU) / median(plainCPU), "cpu-ratio"})
+			report(b, "controller-runtime", figure{median(plainCPU), "ns-cpu/request"})
+		})
+	}
+}
+
+// drainQueue queues reqs in q, has workers take them all, and returns the
+// process's CPU nanoseconds per request while they do; it shuts q down.
+func drainQueue(q workqueue.TypedRateLimitingInterface[mcreconcile.Request], reqs []mcreconcile.Request, workers int) float64 {
+	defer q.ShutDown()
+	for _, r := range reqs {
+		q.Add(r)
+	}
+	for q.Len() < len(reqs) { // controller-runtime's queue hands them over asynchronously
+		time.Sleep(time.Millisecond)
+	}
+	runtime.GC()
+	var left atomic.Int64
+	left.Store(int64(len(reqs)))
+	var wg sync.WaitGroup
+	cpu0 := processCPU()
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for left.Add(-1) >= 0 {
+				r, _ := q.Get()
+				q.Forget(r)
+				q.Done(r)
+			}
+		}()
+	}
+	wg.Wait()
+	return float64((processCPU() - cpu0).Nanoseconds()) / float64(len(reqs))
 }

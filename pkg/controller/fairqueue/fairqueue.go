@@ -1,7 +1,6 @@
 package fairqueue
 
 import (
-	"container/heap"
 	"sync"
 	"time"
 
@@ -54,11 +53,15 @@ type Queue[T comparable] struct {
 	// request costs a lookup when added and one when Done, none when handed
 	// out, all of them under mu.
 	keys     map[T]*slot[T]
-	inflight int // items handed out and not yet Done
-	clusters map[string]*cluster[T]
-	waiting  waitHeap[T]
-	ready    int // entries ready or parked: what Len reports
-	seq      uint64
+	slots    sync.Pool // of *slot[T], made outside the lock and unused by an Add that found its item queued
+	inflight int       // items handed out and not yet Done
+	// processing holds the entries handed out and not yet Done, each at its
+	// index: the metrics loop reads their ages without walking every key.
+	processing []*entry[T]
+	clusters   map[string]*cluster[T]
+	waiting    entryHeap[T] // by due time
+	ready      int          // entries ready or parked: what Len reports
+	seq        uint64
 
 	// The ring of clusters with ready items; cur is the cluster whose turn it
 	// is and credit what is left of its turn.
@@ -90,6 +93,19 @@ const (
 // and in processing (handed out and not yet Done), each at most once.
 type slot[T comparable] struct {
 	queued, busy *entry[T]
+	// own is the memory of the item's first entry: an item added once and
+	// processed once costs one allocation. An item added again while it
+	// processes in own gets an entry of its own.
+	own entry[T]
+}
+
+// newEntry returns memory for the item's next queued entry; under the lock,
+// with no entry queued.
+func (s *slot[T]) newEntry() *entry[T] {
+	if s.busy == &s.own {
+		return &entry[T]{}
+	}
+	return &s.own
 }
 
 type entry[T comparable] struct {
@@ -105,7 +121,7 @@ type entry[T comparable] struct {
 
 type cluster[T comparable] struct {
 	name       string
-	ready      readyHeap[T]
+	ready      entryHeap[T] // by priority, then first added
 	inflight   int
 	entries    int // entries of the cluster queued
 	prev, next *cluster[T]
@@ -130,6 +146,8 @@ func New[T comparable](name string, opts Options[T]) *Queue[T] {
 		done:     make(chan struct{}),
 		wake:     make(chan struct{}, 1),
 	}
+	q.waiting.key = waitKey[T]
+	q.slots.New = func() any { return new(slot[T]) }
 	q.cond = sync.NewCond(&q.mu)
 	q.metrics = newMetrics[T](name, opts.MetricsProvider)
 	q.stopped.Add(1)
@@ -176,69 +194,109 @@ func (q *Queue[T]) NumRequeues(item T) int { return q.opts.RateLimiter.NumRequeu
 // item already queued keeps the higher of the priorities and the earlier of
 // the ready times; an item whose priority rises goes behind the items queued
 // at its new priority.
+//
+// Thousands of informers' handlers add at once while the workers Get and
+// Done: everything that does not need the queue's state (the rate limiter,
+// the items' clusters, the clock, a new item's memory, the metrics and the
+// wake-up of workers) is done outside the lock, and the items of one call
+// are queued under one lock.
 func (q *Queue[T]) AddWithOpts(o priorityqueue.AddOpts, items ...T) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.shutdown {
-		return
-	}
-	now := q.now()
 	priority := 0
 	if o.Priority != nil && !q.opts.FIFO {
 		priority = *o.Priority
 	}
+	var one [1]pendingAdd[T] // the common case, one item, allocates no slice
+	adds := one[:0]
+	if len(items) > 1 {
+		adds = make([]pendingAdd[T], 0, len(items))
+	}
 	for _, key := range items {
-		after := o.After
+		a := pendingAdd[T]{key: key, after: o.After, cluster: q.opts.ClusterOf(key), fresh: q.slots.Get().(*slot[T])}
 		if o.RateLimited {
-			if rl := q.opts.RateLimiter.When(key); after <= 0 || rl < after {
-				after = rl
+			if rl := q.opts.RateLimiter.When(key); a.after <= 0 || rl < a.after {
+				a.after = rl
 			}
 		}
-		if after > 0 {
-			q.metrics.retry()
-		}
-		s, ok := q.keys[key]
-		if !ok {
-			s = &slot[T]{}
-			q.keys[key] = s
-		}
-		e := s.queued
-		if e == nil {
-			e = &entry[T]{key: key, s: s, priority: priority, seq: q.nextSeq(), index: -1}
-			if s.busy != nil {
-				e.c = s.busy.c // the same item, the same cluster
-			} else {
-				e.c = q.clusterFor(q.opts.ClusterOf(key))
-			}
-			e.c.entries++
-			s.queued = e
-			if after > 0 {
-				q.pushWaiting(e, now+int64(after))
-			} else {
-				q.makeReady(e, now)
-			}
-			continue
-		}
-		if priority > e.priority {
-			e.priority, e.seq = priority, q.nextSeq()
-			if e.state == stateReady {
-				heap.Fix(&e.c.ready, e.index)
-			}
-		}
-		if e.state != stateWaiting {
-			continue
-		}
-		if after <= 0 {
-			heap.Remove(&q.waiting, e.index)
-			q.makeReady(e, now)
-		} else if at := now + int64(after); at < e.at {
-			e.at = at
-			heap.Fix(&q.waiting, e.index)
-			if e.index == 0 {
-				q.notifyWaiting()
+		adds = append(adds, a)
+	}
+	now := q.now()
+
+	readied := 0
+	q.mu.Lock()
+	shutdown := q.shutdown // adds are ignored, and not counted, after ShutDown
+	if !shutdown {
+		for i := range adds {
+			if q.add(&adds[i], priority, now) {
+				readied++
 			}
 		}
 	}
+	q.mu.Unlock()
+	for _, a := range adds {
+		if a.fresh != nil {
+			q.slots.Put(a.fresh)
+		}
+		if a.after > 0 && !shutdown {
+			q.metrics.retry()
+		}
+	}
+	q.readied(readied)
+}
+
+// pendingAdd is one item of AddWithOpts, prepared outside the lock.
+type pendingAdd[T comparable] struct {
+	key     T
+	after   time.Duration
+	cluster string
+	fresh   *slot[T] // the item's slot if it is new; add sets it nil when it takes it
+}
+
+// add queues one item; under the lock. It reports whether the item was
+// made ready: the caller then calls readied once it has released the lock.
+func (q *Queue[T]) add(a *pendingAdd[T], priority int, now int64) bool {
+	s, ok := q.keys[a.key]
+	if !ok {
+		s, a.fresh = a.fresh, nil
+		q.keys[a.key] = s
+	}
+	e := s.queued
+	if e == nil {
+		e = s.newEntry()
+		*e = entry[T]{key: a.key, s: s, priority: priority, seq: q.nextSeq(), index: -1}
+		if s.busy != nil {
+			e.c = s.busy.c // the same item, the same cluster
+		} else {
+			e.c = q.clusterFor(a.cluster)
+		}
+		e.c.entries++
+		s.queued = e
+		if a.after > 0 {
+			q.pushWaiting(e, now+int64(a.after))
+			return false
+		}
+		return q.makeReady(e, now)
+	}
+	if priority > e.priority {
+		e.priority, e.seq = priority, q.nextSeq()
+		if e.state == stateReady {
+			e.c.ready.fix(e)
+		}
+	}
+	if e.state != stateWaiting {
+		return false
+	}
+	if a.after <= 0 {
+		q.waiting.remove(e)
+		return q.makeReady(e, now)
+	}
+	if at := now + int64(a.after); at < e.at {
+		e.at = at
+		q.waiting.fix(e)
+		if e.index == 0 {
+			q.notifyWaiting()
+		}
+	}
+	return false
 }
 
 // Get hands out the next item. See GetWithPriority.
@@ -260,6 +318,8 @@ func (q *Queue[T]) GetWithPriority() (item T, priority int, shutdown bool) {
 		}
 		if e := q.pick(); e != nil {
 			e.s.queued, e.s.busy = nil, e
+			e.index = len(q.processing)
+			q.processing = append(q.processing, e)
 			q.inflight++
 			e.c.entries--
 			e.c.inflight++
@@ -291,6 +351,7 @@ func (q *Queue[T]) Done(item T) {
 	}
 	p := s.busy
 	s.busy = nil
+	q.stopProcessing(p)
 	q.inflight--
 	if s.queued == nil {
 		delete(q.keys, item)
@@ -299,11 +360,15 @@ func (q *Queue[T]) Done(item T) {
 	worked := now - p.at
 	c := p.c
 	c.inflight--
+	readied, freed := false, false
 	if e := s.queued; e != nil && e.state == stateParked {
 		q.ready-- // counted again by makeReady
-		q.makeReady(e, now)
-	} else if c.ready.Len() > 0 {
-		q.cond.Signal() // the cluster may have been at its cap
+		readied = q.makeReady(e, now)
+	} else if q.opts.MaxInFlightPerCluster > 0 && c.ready.Len() > 0 {
+		// The cluster may have been at its cap: a worker may wait for it.
+		// Without a cap no worker waits while a cluster has ready items:
+		// each was signalled when made ready.
+		freed = true
 	}
 	q.dropIfIdle(c)
 	if q.shutdown && q.inflight == 0 {
@@ -311,6 +376,11 @@ func (q *Queue[T]) Done(item T) {
 	}
 	q.mu.Unlock()
 	q.metrics.done(worked) // outside the lock, as in GetWithPriority
+	if readied {
+		q.readied(1)
+	} else if freed {
+		q.cond.Signal()
+	}
 }
 
 // Len is the number of items ready to be handed out, including those that
@@ -353,171 +423,4 @@ func (q *Queue[T]) ShuttingDown() bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.shutdown
-}
-
-// now is the monotonic time since the queue was made, in nanoseconds: it
-// keeps entries smaller than a time.Time would.
-func (q *Queue[T]) now() int64 { return int64(time.Since(q.epoch)) }
-
-func (q *Queue[T]) nextSeq() uint64 {
-	q.seq++
-	return q.seq
-}
-
-func (q *Queue[T]) clusterFor(name string) *cluster[T] {
-	c, ok := q.clusters[name]
-	if !ok {
-		c = &cluster[T]{name: name}
-		q.clusters[name] = c
-	}
-	return c
-}
-
-// dropIfIdle forgets a cluster that holds nothing, so that a fleet's churn
-// leaves nothing behind.
-func (q *Queue[T]) dropIfIdle(c *cluster[T]) {
-	if c.entries == 0 && c.inflight == 0 && !c.inRing {
-		delete(q.clusters, c.name)
-	}
-}
-
-// makeReady puts e in its cluster's ready heap, or parks it while the same
-// item is processing.
-func (q *Queue[T]) makeReady(e *entry[T], now int64) {
-	q.ready++
-	if e.s.busy != nil {
-		e.state = stateParked
-		return
-	}
-	e.state, e.at = stateReady, now
-	heap.Push(&e.c.ready, e)
-	q.metrics.add()
-	if !e.c.inRing {
-		q.link(e.c)
-	}
-	q.cond.Signal()
-}
-
-// pick takes the next item in turn, or nil when no cluster may be served.
-// Clusters at their cap are passed over; there are at most as many of those
-// as items in processing.
-func (q *Queue[T]) pick() *entry[T] {
-	for range q.ringLen {
-		c := q.cur
-		if q.opts.MaxInFlightPerCluster > 0 && c.inflight >= q.opts.MaxInFlightPerCluster {
-			q.advance()
-			continue
-		}
-		e := heap.Pop(&c.ready).(*entry[T])
-		q.credit--
-		if c.ready.Len() == 0 {
-			q.unlink(c)
-		} else if q.credit <= 0 {
-			q.advance()
-		}
-		return e
-	}
-	return nil
-}
-
-// link adds c to the ring, last in turn.
-func (q *Queue[T]) link(c *cluster[T]) {
-	c.inRing = true
-	q.ringLen++
-	if q.cur == nil {
-		c.prev, c.next = c, c
-		q.cur = c
-		q.credit = q.weight(c)
-		return
-	}
-	c.prev, c.next = q.cur.prev, q.cur
-	q.cur.prev.next = c
-	q.cur.prev = c
-}
-
-func (q *Queue[T]) unlink(c *cluster[T]) {
-	c.inRing = false
-	q.ringLen--
-	if q.ringLen == 0 {
-		q.cur = nil
-	} else {
-		c.prev.next, c.next.prev = c.next, c.prev
-		if q.cur == c {
-			q.cur = c.next
-			q.credit = q.weight(q.cur)
-		}
-	}
-	c.prev, c.next = nil, nil
-}
-
-func (q *Queue[T]) advance() {
-	q.cur = q.cur.next
-	q.credit = q.weight(q.cur)
-}
-
-func (q *Queue[T]) weight(c *cluster[T]) int {
-	if q.opts.Weight == nil {
-		return 1
-	}
-	return max(1, q.opts.Weight(c.name))
-}
-
-func (q *Queue[T]) pushWaiting(e *entry[T], at int64) {
-	e.state, e.at = stateWaiting, at
-	heap.Push(&q.waiting, e)
-	if e.index == 0 {
-		q.notifyWaiting()
-	}
-}
-
-func (q *Queue[T]) notifyWaiting() {
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-}
-
-// waitLoop makes waiting items ready when their time comes.
-func (q *Queue[T]) waitLoop() {
-	defer q.stopped.Done()
-	timer := time.NewTimer(time.Hour)
-	defer timer.Stop()
-	for {
-		q.mu.Lock()
-		now := q.now()
-		for q.waiting.Len() > 0 && q.waiting.entries[0].at <= now {
-			e := heap.Pop(&q.waiting).(*entry[T])
-			q.makeReady(e, now)
-		}
-		next := time.Hour
-		if q.waiting.Len() > 0 {
-			next = time.Duration(q.waiting.entries[0].at - now)
-		}
-		q.mu.Unlock()
-		timer.Reset(next)
-		select {
-		case <-q.done:
-			return
-		case <-q.wake:
-		case <-timer.C:
-		}
-	}
-}
-
-// metricsLoop reports the age of the work in processing, as client-go's
-// queue does.
-func (q *Queue[T]) metricsLoop() {
-	defer q.stopped.Done()
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-q.done:
-			return
-		case <-t.C:
-		}
-		q.mu.Lock()
-		q.metrics.updateUnfinished(q.keys, q.now())
-		q.mu.Unlock()
-	}
 }

@@ -2,6 +2,7 @@ package fairqueue
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -389,7 +390,16 @@ func TestConcurrent(t *testing.T) {
 
 type countingProvider struct {
 	adds, retries, depth, latency, work atomic.Int64
+	unfinished, longest                 settable
 }
+
+// settable is a settable gauge that keeps its last value.
+type settable struct{ bits atomic.Uint64 }
+
+func (g *settable) Inc()          {}
+func (g *settable) Dec()          {}
+func (g *settable) Set(v float64) { g.bits.Store(math.Float64bits(v)) }
+func (g *settable) get() float64  { return math.Float64frombits(g.bits.Load()) }
 
 type fn func()
 
@@ -411,10 +421,10 @@ func (p *countingProvider) NewWorkDurationMetric(string) workqueue.HistogramMetr
 	return fn(func() { p.work.Add(1) })
 }
 func (p *countingProvider) NewUnfinishedWorkSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return fn(func() {})
+	return &p.unfinished
 }
 func (p *countingProvider) NewLongestRunningProcessorSecondsMetric(string) workqueue.SettableGaugeMetric {
-	return fn(func() {})
+	return &p.longest
 }
 func (p *countingProvider) NewRetriesMetric(string) workqueue.CounterMetric {
 	return fn(func() { p.retries.Add(1) })
@@ -438,6 +448,36 @@ func TestMetrics(t *testing.T) {
 	if a, d, l, w, rt := p.adds.Load(), p.depth.Load(), p.latency.Load(), p.work.Load(), p.retries.Load(); a != 2 || d != 1 || l != 1 || w != 1 || rt != 1 {
 		t.Fatalf("adds %d depth %d latency %d work %d retries %d, want 2 1 1 1 1", a, d, l, w, rt)
 	}
+}
+
+// TestUnfinishedWork checks the gauges of the work in processing: they count
+// the items handed out and not yet Done, whatever is queued besides, and
+// fall to zero once all are Done.
+func TestUnfinishedWork(t *testing.T) {
+	p := &countingProvider{}
+	q := New("unfinished-test", Options[req]{ClusterOf: clusterOf, MetricsProvider: p})
+	defer q.ShutDown()
+	for _, r := range []req{"a/1", "a/2", "b/1", "b/2"} {
+		q.Add(r)
+	}
+	first := get(t, q)
+	time.Sleep(20 * time.Millisecond) // the first item is older than the second
+	second := get(t, q)
+	fleettest.Eventually(t, 10*time.Second, func() error {
+		// Two items process; two more are queued and must not count.
+		if u, l := p.unfinished.get(), p.longest.get(); !(u > l && l > 0 && u < 2*l) {
+			return fmt.Errorf("unfinished %vs, longest %vs: want the ages of the two items in processing", u, l)
+		}
+		return nil
+	})
+	q.Done(first)
+	q.Done(second)
+	fleettest.Eventually(t, 10*time.Second, func() error {
+		if u, l := p.unfinished.get(), p.longest.get(); u != 0 || l != 0 {
+			return fmt.Errorf("unfinished %vs, longest %vs after every item is Done, want 0", u, l)
+		}
+		return nil
+	})
 }
 
 func TestDefaultMetricsAreControllerRuntimes(t *testing.T) {
@@ -480,4 +520,90 @@ func hasLabel(m *dto.Metric, name, value string) bool {
 		}
 	}
 	return false
+}
+
+// TestReaddCyclesWhileProcessing adds an item again while each of its
+// entries processes, over several cycles: an item reuses the memory of its
+// first entry once that entry is done, and neither entry may be handed out
+// twice, lost or take the other's priority.
+func TestReaddCyclesWhileProcessing(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.Add("a/1")
+	for cycle := range 6 {
+		r := get(t, q)
+		if r != "a/1" {
+			t.Fatalf("cycle %d: got %s, want a/1", cycle, r)
+		}
+		prio := cycle
+		q.AddWithOpts(priorityqueue.AddOpts{Priority: &prio}, "a/1")
+		q.Add("a/2")
+		if got := get(t, q); got != "a/2" {
+			t.Fatalf("cycle %d: got %s while a/1 processes, want a/2", cycle, got)
+		}
+		q.Done("a/2")
+		if n := q.Len(); n != 1 {
+			t.Fatalf("cycle %d: Len %d, want 1 (a/1 waits for its Done)", cycle, n)
+		}
+		q.Done(r)
+		if _, p, _ := q.GetWithPriority(); p != cycle {
+			t.Fatalf("cycle %d: a/1 handed out with priority %d, want %d", cycle, p, cycle)
+		}
+		q.Done("a/1")
+		q.Add("a/1")
+	}
+}
+
+// TestAddWithOptsManyItems adds several items in one call, one of them
+// twice and one already queued: each is queued once, in the order given
+// within its cluster, and a cluster's items keep their turns.
+func TestAddWithOptsManyItems(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.Add("a/0")
+	prio := 1
+	q.AddWithOpts(priorityqueue.AddOpts{Priority: &prio}, "a/1", "b/1", "a/2", "a/1", "a/0")
+	if n := q.Len(); n != 4 {
+		t.Fatalf("Len %d, want 4", n)
+	}
+	var got []req
+	for range 4 {
+		r, p, _ := q.GetWithPriority()
+		if p != 1 {
+			t.Fatalf("%s handed out with priority %d, want 1", r, p)
+		}
+		got = append(got, r)
+		q.Done(r)
+	}
+	// a/0 rose to priority 1 after a/1 and a/2 were added at it: it goes
+	// behind them.
+	if want := []req{"a/1", "b/1", "a/2", "a/0"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("handed out %v, want %v", got, want)
+	}
+}
+
+// TestDonesAtCapWakeEveryWaiter frees two places of a cluster at its cap
+// while two workers wait: both are handed an item, not only the first one
+// woken.
+func TestDonesAtCapWakeEveryWaiter(t *testing.T) {
+	q := newQueue(t, Options[req]{MaxInFlightPerCluster: 2})
+	for i := range 4 {
+		q.Add(req(fmt.Sprintf("a/%d", i)))
+	}
+	first, second := get(t, q), get(t, q)
+	ch := make(chan req, 2)
+	for range 2 {
+		go func() {
+			if r, shutdown := q.Get(); !shutdown {
+				ch <- r
+			}
+		}()
+	}
+	q.Done(first)
+	q.Done(second)
+	for i := range 2 {
+		select {
+		case <-ch:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of 2 waiting workers handed an item after two Dones freed the cap", i)
+		}
+	}
 }

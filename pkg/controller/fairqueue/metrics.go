@@ -13,7 +13,8 @@ import (
 )
 
 // metrics reports the workqueue metrics of one queue; nil reports nothing.
-// Its methods are called with the queue's lock held.
+// Its methods are atomics of their own: the queue calls them outside its
+// lock, except updateUnfinished, which reads the entries in processing.
 type metrics[T comparable] struct {
 	depth                   workqueue.GaugeMetric
 	adds                    workqueue.CounterMetric
@@ -74,13 +75,9 @@ func (m *metrics[T]) retry() {
 	}
 }
 
-func (m *metrics[T]) updateUnfinished(keys map[T]*slot[T], now int64) {
+func (m *metrics[T]) updateUnfinished(processing []*entry[T], now int64) {
 	var total, oldest float64
-	for _, s := range keys {
-		e := s.busy
-		if e == nil {
-			continue
-		}
+	for _, e := range processing {
 		age := time.Duration(now - e.at).Seconds()
 		total += age
 		oldest = max(oldest, age)
