@@ -62,6 +62,11 @@ type Member struct {
 	// adopted marks a member made by Engage: its Cluster is run by the
 	// provider, which synced it; the engine neither starts nor stops it.
 	adopted bool
+	// run is the engine's run of Cluster, once the engine started it: a
+	// cluster's cache starts once only, so every later attempt of the member
+	// shares this run, and one that finds it ended fails rather than engage a
+	// cache that no longer runs. Guarded as the record's fields.
+	run *instance
 }
 
 // Publisher takes the desired members of the fleet. The Multi-Cluster Manager
