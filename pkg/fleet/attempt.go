@@ -165,7 +165,7 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 		return in, nil
 	}
 	in.stopped, in.appRuns = make(chan struct{}), new(atomic.Bool)
-	var exited <-chan error // the Start this attempt made
+	var exited <-chan error  // the Start this attempt made
 	var died <-chan struct{} // the Start of a run this attempt shares
 	if m.Build != nil {
 		cl, err := e.build(run, m.Build)
