@@ -106,8 +106,9 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 	if err == nil {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	// Under the record's lock: a fleet failing to start under load must not
+	// queue every attempt and reconciler behind the engine's exclusive lock.
+	defer e.lockRecord(rec)()
 	if rec.gen != gen || !e.records.is(rec.name, rec) || parent.Err() != nil {
 		// Superseded, or its fence (or the engine) ended, which is handled
 		// where that is noticed: the error belongs to an attempt nobody waits for.
@@ -130,8 +131,7 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 		e.wg.Go(func() { report(err) })
 	}
 	rec.retry = time.AfterFunc(rec.backoff, func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
+		defer e.lockRecord(rec)()
 		if rec.gen == gen && e.records.is(rec.name, rec) && e.base.Err() == nil {
 			e.attemptLocked(rec)
 		}
@@ -386,10 +386,10 @@ func errOrStopped(err error) error {
 func (e *Engine) exited(rec *record, in *instance, err error) {
 	err = errOrStopped(err)
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	// By its stopped signal: an instance engaged again after an outage
 	// carries it over.
 	if rec.cur == nil || rec.cur.stopped != in.stopped || !e.records.is(rec.name, rec) || rec.state != StateEngaged {
-		e.mu.Unlock()
 		return
 	}
 	e.log.Error(err, "Cluster stopped running", "cluster", rec.name)
@@ -406,5 +406,4 @@ func (e *Engine) exited(rec *record, in *instance, err error) {
 			}
 		})
 	}
-	e.mu.Unlock()
 }
