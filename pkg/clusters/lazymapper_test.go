@@ -173,7 +173,9 @@ func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 func TestLazyRESTMapperLoadsAGroupVersionOnceForConcurrentLookups(t *testing.T) {
 	cfg := fleet.Config(1)
 	var n atomic.Int32
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return countingTransport{next: rt, path: "/api/v1", n: &n} })
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return countingTransport{next: rt, path: "/api/v1", n: &n}
+	})
 	hc, err := rest.HTTPClientFor(cfg)
 	if err != nil {
 		t.Fatal(err)
