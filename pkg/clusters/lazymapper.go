@@ -62,6 +62,7 @@ type lazyMapper struct {
 	groups   map[string]metav1.APIGroup // by name; nil until first needed
 	groupsAt time.Time
 	loaded   map[schema.GroupVersion]time.Time // group versions in mapper, and when
+	loading  map[schema.GroupVersion]*loading  // loads in flight; nil until the first
 	mapper   *meta.DefaultRESTMapper
 }
 
@@ -126,41 +127,78 @@ func (m *lazyMapper) group(name string) (metav1.APIGroup, error) {
 // loaded longer than minRefresh ago, for a lookup that found nothing.
 func (m *lazyMapper) ensure(group string, versions []string, force bool) error {
 	for _, v := range versions {
-		gv := schema.GroupVersion{Group: group, Version: v}
-		m.mu.Lock()
-		at, ok := m.loaded[gv]
-		m.mu.Unlock()
-		if ok && (!force || time.Since(at) < m.refresh) {
-			continue
+		if err := m.ensureOne(schema.GroupVersion{Group: group, Version: v}, force); err != nil {
+			return err
 		}
-		list, err := m.discovery.ServerResourcesForGroupVersion(gv.String())
-		if err != nil {
-			if apierrors.IsNotFound(err) {
-				m.mu.Lock()
-				m.loaded[gv] = time.Now() // an unknown version: nothing to map
-				m.mu.Unlock()
-				continue
-			}
-			return fmt.Errorf("failed to get resources of %s: %w", gv, err)
-		}
-		m.mu.Lock()
-		for _, r := range list.APIResources {
-			if strings.Contains(r.Name, "/") {
-				continue // a subresource
-			}
-			scope := meta.RESTScopeRoot
-			if r.Namespaced {
-				scope = meta.RESTScopeNamespace
-			}
-			singular := r.SingularName
-			if singular == "" {
-				singular = strings.ToLower(r.Kind)
-			}
-			m.mapper.AddSpecific(gv.WithKind(r.Kind), gv.WithResource(r.Name), gv.WithResource(singular), scope)
-		}
-		m.loaded[gv] = time.Now()
-		m.mu.Unlock()
 	}
+	return nil
+}
+
+// loading is a load of one group version in flight: callers that need the
+// same one meanwhile wait for it and share its outcome. Thousands of
+// clusters sharing a mapper start at once and look up the same kinds: one
+// request to the server, not one per cluster.
+type loading struct {
+	done chan struct{}
+	err  error
+}
+
+// ensureOne loads gv unless it is loaded (and, with force, recently), or
+// waits for a load of it in flight.
+func (m *lazyMapper) ensureOne(gv schema.GroupVersion, force bool) error {
+	m.mu.Lock()
+	if at, ok := m.loaded[gv]; ok && (!force || time.Since(at) < m.refresh) {
+		m.mu.Unlock()
+		return nil
+	}
+	if l := m.loading[gv]; l != nil {
+		m.mu.Unlock()
+		<-l.done
+		return l.err
+	}
+	l := &loading{done: make(chan struct{})}
+	if m.loading == nil {
+		m.loading = map[schema.GroupVersion]*loading{}
+	}
+	m.loading[gv] = l
+	m.mu.Unlock()
+	l.err = m.load(gv)
+	m.mu.Lock()
+	delete(m.loading, gv)
+	m.mu.Unlock()
+	close(l.done)
+	return l.err
+}
+
+// load asks the server for gv's resources and adds them to the mapper.
+func (m *lazyMapper) load(gv schema.GroupVersion) error {
+	list, err := m.discovery.ServerResourcesForGroupVersion(gv.String())
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			m.mu.Lock()
+			m.loaded[gv] = time.Now() // an unknown version: nothing to map
+			m.mu.Unlock()
+			return nil
+		}
+		return fmt.Errorf("failed to get resources of %s: %w", gv, err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range list.APIResources {
+		if strings.Contains(r.Name, "/") {
+			continue // a subresource
+		}
+		scope := meta.RESTScopeRoot
+		if r.Namespaced {
+			scope = meta.RESTScopeNamespace
+		}
+		singular := r.SingularName
+		if singular == "" {
+			singular = strings.ToLower(r.Kind)
+		}
+		m.mapper.AddSpecific(gv.WithKind(r.Kind), gv.WithResource(r.Name), gv.WithResource(singular), scope)
+	}
+	m.loaded[gv] = time.Now()
 	return nil
 }
 

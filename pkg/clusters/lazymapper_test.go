@@ -3,6 +3,9 @@ package clusters_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,5 +150,59 @@ func TestLazyRESTMapperBoundsLookups(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("the lookup is still waiting for a server that never answers")
+	}
+}
+
+// countingTransport counts the requests of one path.
+type countingTransport struct {
+	next http.RoundTripper
+	path string
+	n    *atomic.Int32
+}
+
+func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.URL.Path == c.path {
+		c.n.Add(1)
+	}
+	return c.next.RoundTrip(req)
+}
+
+// Issue 22: thousands of clusters sharing a mapper start at once and look up
+// the same kind: they share one discovery request of its group version
+// instead of sending one each.
+func TestLazyRESTMapperLoadsAGroupVersionOnceForConcurrentLookups(t *testing.T) {
+	cfg := fleet.Config(1)
+	var n atomic.Int32
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return countingTransport{next: rt, path: "/api/v1", n: &n}
+	})
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := clusters.NewLazyRESTMapper(cfg, hc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const lookups = 200
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, lookups)
+	for range lookups {
+		wg.Go(func() {
+			<-start
+			if _, err := m.RESTMapping(schema.GroupKind{Kind: "ConfigMap"}, "v1"); err != nil {
+				errs <- err
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := n.Load(); got != 1 {
+		t.Fatalf("%d concurrent lookups of ConfigMap sent %d requests for /api/v1, want 1", lookups, got)
 	}
 }

@@ -71,8 +71,9 @@ func (e *Engine) attemptLocked(rec *record) {
 	}
 	if old := rec.next; old != nil {
 		rec.next = nil
-		e.wg.Go(func() { e.teardown(rec.name, old, "replaced") })
+		e.retireLocked(rec, old, "replaced")
 	}
+	e.stopStaleRunsLocked(rec)
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "starting")
 	}
@@ -92,21 +93,22 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 		unlock := e.lockRecord(rec)
 		if rec.gen != gen {
 			unlock()
-			e.teardown(rec.name, in, "replaced")
+			e.retire(rec, in, "replaced")
 			return
 		}
 		rec.next = in
 		unlock()
 		err = e.engage(rec, gen, in)
 		if err != nil {
-			e.teardown(rec.name, in, "engagement refused")
+			e.retire(rec, in, "engagement refused")
 		}
 	}
 	if err == nil {
 		return
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	// Under the record's lock: a fleet failing to start under load must not
+	// queue every attempt and reconciler behind the engine's exclusive lock.
+	defer e.lockRecord(rec)()
 	if rec.gen != gen || !e.records.is(rec.name, rec) || parent.Err() != nil {
 		// Superseded, or its fence (or the engine) ended, which is handled
 		// where that is noticed: the error belongs to an attempt nobody waits for.
@@ -129,8 +131,7 @@ func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent c
 		e.wg.Go(func() { report(err) })
 	}
 	rec.retry = time.AfterFunc(rec.backoff, func() {
-		e.mu.Lock()
-		defer e.mu.Unlock()
+		defer e.lockRecord(rec)()
 		if rec.gen == gen && e.records.is(rec.name, rec) && e.base.Err() == nil {
 			e.attemptLocked(rec)
 		}
@@ -164,6 +165,8 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 		return in, nil
 	}
 	in.stopped, in.appRuns = make(chan struct{}), new(atomic.Bool)
+	var exited <-chan error  // the Start this attempt made
+	var died <-chan struct{} // the Start of a run this attempt shares
 	if m.Build != nil {
 		cl, err := e.build(run, m.Build)
 		if err != nil {
@@ -171,42 +174,29 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("building: %w", err))
 		}
 		in.cl, in.built = cl, true
+		// Every cluster the engine runs is on the record's books before it
+		// starts, so that whoever takes the record's fence away stops and
+		// waits for it, even while this attempt has not reported back.
+		if err := e.track(rec, gen, in); err != nil {
+			return nil, err
+		}
+		exited = e.run(rec, in)
 	} else {
 		in.cl = m.Cluster
+		shared, err := e.trackPrebuilt(rec, gen, mp, in)
+		if err != nil {
+			stopRun()
+			return nil, err
+		}
+		if shared != nil {
+			// Started by an earlier attempt, and still running.
+			stopRun()
+			in, run, stopRun = shared, shared.run, shared.stopRun
+			died = in.stopped
+		} else {
+			exited = e.run(rec, in)
+		}
 	}
-
-	// Every cluster the engine runs is on the record's books before it starts,
-	// so that whoever takes the record's fence away stops and waits for it,
-	// even while this attempt has not reported back.
-	if err := e.track(rec, gen, in); err != nil {
-		return nil, err
-	}
-	exited := make(chan error, 1)
-	e.wg.Go(func() {
-		// The one goroutine per cluster: Start blocks while the cluster runs.
-		err := in.cl.Start(run)
-		if AlreadyStarted(err) {
-			// Before stopped is closed: whoever sees it closed (the cache may
-			// sync before this answer is read below) must know it means
-			// nothing.
-			in.appRuns.Store(true)
-		}
-		defer close(in.stopped)
-		if in.built {
-			// Its informers have stopped: let go of their idle connections, so
-			// that a removed cluster leaves no connection goroutines behind.
-			if hc := in.cl.GetHTTPClient(); hc != nil {
-				hc.CloseIdleConnections()
-			}
-		}
-		exited <- err
-		if AlreadyStarted(err) {
-			return
-		}
-		if run.Err() == nil {
-			e.exited(rec, in, err)
-		}
-	})
 
 	syncCtx, cancel := context.WithTimeout(run, e.opts.CacheSyncTimeout)
 	defer cancel()
@@ -218,10 +208,13 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 			if ok {
 				return in, nil
 			}
-			stopRun()
 			if parent.Err() != nil {
+				stopRun()
 				return nil, multicluster.WithCluster(rec.name, errors.New("stopped while its cache was syncing"))
 			}
+			if in.built {
+				stopRun()
+			} // else a pre-built cluster keeps running for the next attempt
 			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("cache did not sync within %s", e.opts.CacheSyncTimeout))
 		case err := <-exited:
 			if AlreadyStarted(err) {
@@ -235,7 +228,123 @@ func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent con
 			cancel()
 			<-synced
 			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("stopped before its cache synced: %w", errOrStopped(err)))
+		case <-died:
+			if !in.dead() {
+				died = nil // the application runs it
+				continue
+			}
+			cancel()
+			<-synced
+			return nil, multicluster.WithCluster(rec.name, errors.New("stopped running before its cache synced"))
 		}
+	}
+}
+
+// run starts in's cluster: the one goroutine per cluster, as Start blocks
+// while the cluster runs. The channel gets what Start returned.
+func (e *Engine) run(rec *record, in *instance) <-chan error {
+	exited := make(chan error, 1)
+	run := in.run
+	e.wg.Go(func() {
+		err := in.cl.Start(run)
+		if AlreadyStarted(err) {
+			// Before stopped is closed: whoever sees it closed (the cache may
+			// sync before this answer is read below) must know it means
+			// nothing.
+			in.appRuns.Store(true)
+		}
+		if in.built {
+			// Its informers have stopped: let go of their idle connections, so
+			// that a removed cluster leaves no connection goroutines behind.
+			if hc := in.cl.GetHTTPClient(); hc != nil {
+				hc.CloseIdleConnections()
+			}
+		}
+		// Closed before exited is called below: an engagement in flight
+		// either sees it closed when it makes the instance current (and
+		// refuses it), or made it current before, and exited disconnects it.
+		close(in.stopped)
+		exited <- err
+		if AlreadyStarted(err) {
+			return
+		}
+		if run.Err() == nil {
+			e.exited(rec, in, err)
+		}
+	})
+	return exited
+}
+
+// trackPrebuilt puts in, an instance of a pre-built member, on rec's books
+// (see track), unless an earlier attempt of the member started its cluster:
+// a cache starts once only, so that run is shared, and returned as a new
+// instance; if it ended, the cluster cannot run again and an error says so.
+// A cluster the application runs itself is taken as it is, each time.
+func (e *Engine) trackPrebuilt(rec *record, gen uint64, mp *Member, in *instance) (*instance, error) {
+	defer e.lockRecord(rec)()
+	if rec.gen != gen {
+		return nil, errSuperseded(rec.name)
+	}
+	if prev := mp.run; prev != nil && !prev.appRuns.Load() {
+		if prev.run.Err() != nil || prev.dead() {
+			return nil, multicluster.WithCluster(rec.name, errors.New("its cache stopped, and a pre-built cluster cannot be started again: its provider must publish a new one"))
+		}
+		return prev.share(), nil
+	}
+	mp.run = in
+	rec.runs = append(slices.DeleteFunc(rec.runs, (*instance).finished), in)
+	return nil, nil
+}
+
+// retire lets go of an instance whose attempt failed or was superseded (see
+// retireLocked).
+func (e *Engine) retire(rec *record, in *instance, why string) {
+	defer e.lockRecord(rec)()
+	e.retireLocked(rec, in, why)
+}
+
+// retireLocked lets go of an instance that an attempt made: it is torn down,
+// unless it runs its record's pre-built member, which the next attempt
+// engages again (a cache starts once only): then only its engagement ends.
+// Its run ends when the record lets go of it (takeInstances), or when the
+// member is replaced. Under the engine's exclusive lock, or lockRecord.
+func (e *Engine) retireLocked(rec *record, in *instance, why string) {
+	if e.keepsRunLocked(rec, in) {
+		if in.disengage != nil {
+			in.disengage()
+		}
+		// Reconciles may still hold it (it was handed out while engaging):
+		// kept on the books until they return, so that a fence waits for
+		// them too.
+		run := in.member.run
+		rec.runs = slices.DeleteFunc(rec.runs, func(r *instance) bool {
+			return r != run && r.stopped == in.stopped && r.inflight.n.Load() == 0
+		})
+		if in != run && in.inflight.n.Load() > 0 {
+			rec.runs = append(rec.runs, in)
+		}
+		return
+	}
+	e.wg.Go(func() { e.teardown(rec.name, in, why) })
+}
+
+// keepsRunLocked reports whether in runs rec's current pre-built member.
+func (e *Engine) keepsRunLocked(rec *record, in *instance) bool {
+	mp := in.member
+	return mp != nil && mp == rec.member && mp.run != nil && mp.run.stopped == in.stopped &&
+		!mp.run.appRuns.Load() && e.records.is(rec.name, rec)
+}
+
+// stopStaleRunsLocked stops the runs of pre-built members rec no longer
+// wants, kept for attempts that will not come, unless subscribers still
+// hold them (the current instance, torn down once replaced).
+func (e *Engine) stopStaleRunsLocked(rec *record) {
+	for _, r := range rec.runs {
+		mp := r.member
+		if mp == nil || mp == rec.member || mp.run != r || (rec.cur != nil && rec.cur.stopped == r.stopped) {
+			continue
+		}
+		r.stopRun()
 	}
 }
 
@@ -277,10 +386,10 @@ func errOrStopped(err error) error {
 func (e *Engine) exited(rec *record, in *instance, err error) {
 	err = errOrStopped(err)
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	// By its stopped signal: an instance engaged again after an outage
 	// carries it over.
 	if rec.cur == nil || rec.cur.stopped != in.stopped || !e.records.is(rec.name, rec) || rec.state != StateEngaged {
-		e.mu.Unlock()
 		return
 	}
 	e.log.Error(err, "Cluster stopped running", "cluster", rec.name)
@@ -297,5 +406,4 @@ func (e *Engine) exited(rec *record, in *instance, err error) {
 			}
 		})
 	}
-	e.mu.Unlock()
 }

@@ -203,6 +203,11 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		unlock()
 		return errSuperseded(rec.name)
 	}
+	if in.dead() {
+		// Its Start returned: a watch registered now would never sync.
+		unlock()
+		return multicluster.WithCluster(rec.name, errors.New("its cache stopped running; it is not engaged"))
+	}
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "engaging")
 	}
@@ -262,7 +267,14 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		e.probes.schedule(rec, time.Now().Add(e.opts.Health.Interval))
 		e.mu.RUnlock()
 		metrics.Engagements.WithLabelValues("success").Inc()
-		if old != nil && old != in {
+		switch {
+		case old == nil || old == in:
+		case old.stopped != nil && old.stopped == in.stopped:
+			// The same run engaged again: only the old engagement ends.
+			if old.disengage != nil {
+				old.disengage()
+			}
+		default:
 			e.teardown(rec.name, old, "replaced")
 		}
 		if member != nil && member.Report != nil {

@@ -23,14 +23,18 @@ import (
 )
 
 // The model checker drives the engine through random schedules of publish,
-// remove, replace, adopt, cancel, ownership flips, fence loss, start failures,
-// late subscription and reconciles, and checks its invariants:
+// remove, replace (built or pre-built), adopt, cancel, ownership flips, fence
+// loss, start failures, refused engagements, late subscription and
+// reconciles, and checks its invariants:
 //
 //   - no fence is released while a reconcile holds its cluster or the
 //     cluster's cache runs (checked at every release);
 //   - once the schedule is quiet, every member this replica owns is engaged
 //     within a bound, with exactly the engaged instance held by every
 //     subscriber, and no other cluster is held, fenced or running;
+//   - a cluster the engine runs is engaged only while it runs: started once
+//     (a cache cannot start twice) and not stopped; a pre-built cluster
+//     stopped when it was handed away is not engaged again;
 //   - at the end nothing is left: no record, no fence, no running cluster.
 //
 // A failing seed prints itself; rerun it alone with
@@ -58,13 +62,24 @@ func TestModel(t *testing.T) {
 }
 
 // fakeCluster is a cluster whose Start blocks until its context ends, and
-// whose cache is synced at once; it records whether it runs.
+// whose cache is synced at once; it records whether it runs. As
+// controller-runtime's, it starts once only: a second Start answers
+// "informer already started" at once, and a cluster that stopped stays
+// stopped.
 type fakeCluster struct {
 	cluster.Cluster // not called: any other method panics
 	name            string
 	fail            bool // Start fails at once
 	running         *runningSet
+	refuse          atomic.Bool // its next engagement is refused
+	starts          atomic.Int32
+	stopped         atomic.Bool
 }
+
+func (f *fakeCluster) refuseEngagement() bool { return f.refuse.CompareAndSwap(true, false) }
+
+// runs reports whether the cluster was started and has not stopped.
+func (f *fakeCluster) runs() bool { return f.starts.Load() > 0 && !f.stopped.Load() }
 
 type syncedCache struct{ cache.Cache }
 
@@ -77,9 +92,13 @@ func (f *fakeCluster) Start(ctx context.Context) error {
 	if f.fail {
 		return errors.New("start failed")
 	}
+	if f.starts.Add(1) > 1 {
+		return errors.New("informer already started") // controller-runtime's words
+	}
 	f.running.add(f.name)
 	defer f.running.done(f.name)
 	<-ctx.Done()
+	f.stopped.Store(true)
 	return nil
 }
 
@@ -157,8 +176,9 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 
 	names := []string{"a", "b", "c", "d", "e"}
 	type source struct {
-		adopted *fakeCluster // nil: published
-		cancel  context.CancelFunc
+		adopted  *fakeCluster // nil: published
+		prebuilt *fakeCluster // published pre-built (Member.Cluster)
+		cancel   context.CancelFunc
 	}
 	model := map[string]*source{}
 	hash := 0
@@ -179,7 +199,22 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 			owned := fences.Owns(name)
 			state, _ := e.State(name)
 			cl, err := e.Get(name)
+			if err == nil && src != nil && src.adopted == nil {
+				// Engaged means running: a cluster the engine runs is engaged
+				// only while its cache runs (started, and not stopped).
+				if fc, ok := cl.(*fakeCluster); ok && !fc.runs() {
+					return fmt.Errorf("step %d: %s engaged with a cluster that does not run (started %d times, stopped %v, the published pre-built one: %v)",
+						step, name, fc.starts.Load(), fc.stopped.Load(), fc == src.prebuilt)
+				}
+			}
 			switch {
+			case src != nil && owned && src.prebuilt != nil && src.prebuilt.stopped.Load():
+				// Stopped when it was handed away: a pre-built cluster cannot
+				// run again, and is not engaged until its provider publishes
+				// a new one.
+				if err == nil {
+					return fmt.Errorf("step %d: %s engaged with its stopped pre-built cluster", step, name)
+				}
 			case src != nil && owned:
 				if err != nil {
 					return fmt.Errorf("step %d: %s owned and wanted but %s: %v", step, name, state, err)
@@ -229,6 +264,15 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 				return cl, nil
 			}})
 			model[name] = &source{}
+		case op < 25: // publish or replace with a pre-built cluster, maybe refused once
+			if src != nil && src.adopted != nil {
+				break
+			}
+			hash++
+			cl := newCluster(name)
+			cl.refuse.Store(rng.IntN(3) == 0)
+			e.SetMember(fleet.Member{Name: name, Hash: fmt.Sprint(hash), Cluster: cl})
+			model[name] = &source{prebuilt: cl}
 		case op < 30: // remove
 			e.RemoveMember(name)
 			if src != nil && src.cancel != nil {

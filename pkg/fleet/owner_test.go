@@ -133,6 +133,9 @@ func (h *holder) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 	if ctx.Err() != nil {
 		return fmt.Errorf("cluster %q: engagement context already done", name)
 	}
+	if r, ok := cl.(interface{ refuseEngagement() bool }); ok && r.refuseEngagement() {
+		return fmt.Errorf("cluster %q: engagement refused by the test", name)
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.held[name] = engagedAs{cl, ctx}

@@ -266,6 +266,13 @@ func (rec *record) takeInstances() []*instance {
 	return out
 }
 
+// share returns a new instance of in's cluster and run, to engage again:
+// its stopped signal carries over, so that its death is still noticed and a
+// fence waits for it.
+func (in *instance) share() *instance {
+	return &instance{cl: in.cl, hash: in.hash, member: in.member, run: in.run, stopRun: in.stopRun, stopped: in.stopped, appRuns: in.appRuns}
+}
+
 // finished reports whether nothing of in runs any more: its run ended, its
 // cluster (if the engine runs it) stopped, and no reconcile holds it.
 func (in *instance) finished() bool {

@@ -49,7 +49,10 @@ type Member struct {
 	Build func(ctx context.Context) (cluster.Cluster, error)
 	// Cluster is a pre-built cluster, for providers handed one by the
 	// application. The engine starts it unless the application already did,
-	// and never rebuilds it: after an outage, it is engaged again.
+	// and never rebuilds it: after an outage, it is engaged again. It is
+	// started once (a cache cannot start twice): a failed attempt leaves it
+	// running for the next one; once stopped (handed to another replica,
+	// say), attempts fail saying so until the provider publishes a new one.
 	Cluster cluster.Cluster
 	// Report, if set, hears of each failed attempt to start or engage the
 	// cluster, and of its engagement (with nil): providers turn it into Events.
@@ -62,6 +65,11 @@ type Member struct {
 	// adopted marks a member made by Engage: its Cluster is run by the
 	// provider, which synced it; the engine neither starts nor stops it.
 	adopted bool
+	// run is the engine's run of Cluster, once the engine started it: a
+	// cluster's cache starts once only, so every later attempt of the member
+	// shares this run, and one that finds it ended fails rather than engage a
+	// cache that no longer runs. Guarded as the record's fields.
+	run *instance
 }
 
 // Publisher takes the desired members of the fleet. The Multi-Cluster Manager
