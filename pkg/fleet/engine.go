@@ -204,13 +204,19 @@ func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
 // engages, is given up on (disconnected) or removed. For a name the engine
 // does not know, the channel is closed already. Controllers wait on it for
 // the clusters their requests name before those clusters have joined.
+//
+// It takes the record's own lock (a change of state holds it too), not the
+// engine's exclusive lock: requests of thousands of joining clusters ask at
+// once, and every reader of the fleet would queue behind each of them.
 func (e *Engine) Changed(name multicluster.ClusterName) <-chan struct{} {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.mu.RLock()
+	defer e.mu.RUnlock()
 	rec, ok := e.records.get(name)
 	if !ok {
 		return closedChan
 	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
 	if rec.changed == nil {
 		rec.changed = make(chan struct{})
 	}
