@@ -78,7 +78,7 @@ var Plots = []plot{
 		"% of one core (lower is better)", "%core-idle", "multicluster-runtime (health probes on)"),
 	{file: "scale-engine-lock", family: "Scale", title: "Waits for the fleet engine's lock until every object is reconciled, summed over goroutines",
 		axis: "µs waited per cluster (lower is better)", xaxis: "clusters",
-		series: []series{{"µs-engine-lock/cluster", "multicluster-runtime", "multicluster"}}, group: "clusters=1000"},
+		series: []series{{"µs-engine-lock/cluster", "multicluster-runtime", "multicluster"}}},
 	{file: "probe-cpu", family: "ProbeCost", title: "CPU per health probe, 1,000 engaged clusters at the default interval",
 		axis: "µs of CPU per probe (lower is better)", xaxis: "",
 		series: []series{{"cpu-µs/probe", "multicluster-runtime", ""}}},
