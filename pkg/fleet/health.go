@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -236,8 +237,17 @@ func (e *Engine) reconnectLocked(rec *record) {
 	// The same cluster, run as before (by its provider, or by the engine when
 	// the application started it): its stopped signal carries over, so that
 	// its death is still noticed and a fence waits for it.
-	again := &instance{cl: in.cl, hash: in.hash, member: in.member, run: in.run, stopRun: in.stopRun, stopped: in.stopped, appRuns: in.appRuns}
+	again := in.share()
 	rec.cur = again
+	// Reconciles that held the instance before the outage may still run:
+	// it stays on the record's books until they return, so that a fence
+	// taken away later waits for them too.
+	rec.runs = slices.DeleteFunc(rec.runs, func(r *instance) bool {
+		return r.stopped == in.stopped && (rec.member == nil || r != rec.member.run) && r.inflight.n.Load() == 0
+	})
+	if in.inflight.n.Load() > 0 {
+		rec.runs = append(rec.runs, in)
+	}
 	e.wg.Go(func() {
 		if err := e.engage(rec, gen, again); err != nil {
 			e.log.Error(err, "Failed to engage a cluster again after it recovered", "cluster", rec.name)
