@@ -313,16 +313,8 @@ func (e *Engine) retireLocked(rec *record, in *instance, why string) {
 		if in.disengage != nil {
 			in.disengage()
 		}
-		// Reconciles may still hold it (it was handed out while engaging):
-		// kept on the books until they return, so that a fence waits for
-		// them too.
-		run := in.member.run
-		rec.runs = slices.DeleteFunc(rec.runs, func(r *instance) bool {
-			return r != run && r.stopped == in.stopped && r.inflight.n.Load() == 0
-		})
-		if in != run && in.inflight.n.Load() > 0 {
-			rec.runs = append(rec.runs, in)
-		}
+		// Reconciles may still hold it (it was handed out while engaging).
+		rec.keepWhileHeld(in, in.member.run)
 		return
 	}
 	e.wg.Go(func() { e.teardown(rec.name, in, why) })

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
@@ -239,15 +238,12 @@ func (e *Engine) reconnectLocked(rec *record) {
 	// its death is still noticed and a fence waits for it.
 	again := in.share()
 	rec.cur = again
-	// Reconciles that held the instance before the outage may still run:
-	// it stays on the record's books until they return, so that a fence
-	// taken away later waits for them too.
-	rec.runs = slices.DeleteFunc(rec.runs, func(r *instance) bool {
-		return r.stopped == in.stopped && (rec.member == nil || r != rec.member.run) && r.inflight.n.Load() == 0
-	})
-	if in.inflight.n.Load() > 0 {
-		rec.runs = append(rec.runs, in)
+	// Reconciles that held the instance before the outage may still run.
+	var run *instance
+	if rec.member != nil {
+		run = rec.member.run
 	}
+	rec.keepWhileHeld(in, run)
 	e.wg.Go(func() {
 		if err := e.engage(rec, gen, again); err != nil {
 			e.log.Error(err, "Failed to engage a cluster again after it recovered", "cluster", rec.name)

@@ -41,16 +41,13 @@ func (w *watcher) Engage(ctx context.Context, name multicluster.ClusterName, cl 
 	if w.refuse.Load() {
 		return errors.New("refused by the test")
 	}
-	inf, err := cl.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false))
-	if err != nil {
+	if _, err := cl.GetCache().GetInformer(ctx, &corev1.ConfigMap{}, crcache.BlockUntilSynced(false)); err != nil {
 		return err
 	}
-	deadline := time.Now().Add(w.wait)
-	for !inf.HasSynced() {
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("the ConfigMap informer did not sync within %s", w.wait)
-		}
-		time.Sleep(10 * time.Millisecond)
+	syncCtx, cancel := context.WithTimeout(ctx, w.wait)
+	defer cancel()
+	if !cl.GetCache().WaitForCacheSync(syncCtx) {
+		return fmt.Errorf("the ConfigMap informer did not sync within %s", w.wait)
 	}
 	w.mu.Lock()
 	w.synced++

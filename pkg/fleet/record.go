@@ -266,6 +266,21 @@ func (rec *record) takeInstances() []*instance {
 	return out
 }
 
+// keepWhileHeld keeps in, an engagement of a run that goes on under another
+// instance, on rec's books while reconciles hold it, so that a fence taken
+// away later waits for them too; other such engagements of the same run
+// that nothing holds any more leave the books. run, the instance that
+// started the run (nil if none), stays. Under rec's lock or the engine's
+// exclusive one.
+func (rec *record) keepWhileHeld(in, run *instance) {
+	rec.runs = slices.DeleteFunc(rec.runs, func(r *instance) bool {
+		return r != run && r.stopped == in.stopped && r.inflight.n.Load() == 0
+	})
+	if in != run && in.inflight.n.Load() > 0 {
+		rec.runs = append(rec.runs, in)
+	}
+}
+
 // share returns a new instance of in's cluster and run, to engage again:
 // its stopped signal carries over, so that its death is still noticed and a
 // fence waits for it.
