@@ -309,12 +309,12 @@ func (e *Engine) retire(rec *record, in *instance, why string) {
 // Its run ends when the record lets go of it (takeInstances), or when the
 // member is replaced. Under the engine's exclusive lock, or lockRecord.
 func (e *Engine) retireLocked(rec *record, in *instance, why string) {
+	// Reconciles may still hold it (it was handed out while engaging).
+	rec.keepWhileHeld(in)
 	if e.keepsRunLocked(rec, in) {
 		if in.disengage != nil {
 			in.disengage()
 		}
-		// Reconciles may still hold it (it was handed out while engaging).
-		rec.keepWhileHeld(in, in.member.run)
 		return
 	}
 	e.wg.Go(func() { e.teardown(rec.name, in, why) })

@@ -49,11 +49,10 @@ func (e *Engine) Subscribe(a multicluster.Aware) {
 }
 
 // catchUp engages subscriber idx with rec's current instance unless it holds
-// it already. Serialized with rec's engagements by engMu: the one path that
-// catches late subscribers up besides the engagement itself.
+// it already. Serialized with the name's engagements (nameLocks): the one
+// path that catches late subscribers up besides the engagement itself.
 func (e *Engine) catchUp(rec *record, idx int, a multicluster.Aware) {
-	rec.engMu.Lock()
-	defer rec.engMu.Unlock()
+	defer e.engLocks.lock(rec.name)()
 	e.mu.RLock()
 	rec.mu.RLock()
 	in := rec.cur
@@ -196,8 +195,7 @@ func errSuperseded(name multicluster.ClusterName) error {
 // record's current instance; the instance it replaces is torn down. Every
 // instance, built or adopted, is engaged here.
 func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
-	rec.engMu.Lock()
-	defer rec.engMu.Unlock()
+	defer e.engLocks.lock(rec.name)()
 	unlock := e.lockRecord(rec)
 	if rec.gen != gen || !e.records.is(rec.name, rec) || in.run.Err() != nil {
 		unlock()
@@ -256,6 +254,10 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		rec.cur, rec.failures, rec.backoff = in, 0, 0
 		if rec.next == in {
 			rec.next = nil
+		}
+		if old != nil && old != in {
+			// Replaced: reconciles may still hold it.
+			rec.keepWhileHeld(old)
 		}
 		e.transitionLocked(rec, StateEngaged, "engaged with every controller and runnable")
 		e.notifyLocked(rec, in.member, nil)

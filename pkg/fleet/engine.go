@@ -49,6 +49,7 @@ type Engine struct {
 	closing  bool                 // Start waits for wg: no more goroutines on it
 	wg       sync.WaitGroup       // attempts, probes and cluster runs
 
+	engLocks     nameLocks // serializes each name's engagements with subscribers
 	healthSeries metrics.SeriesCap
 	probes       probeQueue // the probes to come; see health.go
 }
@@ -344,6 +345,13 @@ func (e *Engine) listedLocked() error {
 // until ctx ends; then every cluster is torn down and Start returns once all
 // of them have stopped.
 func (e *Engine) Start(ctx context.Context) error {
+	// Taken before any ownership is looked at: a change after this read is
+	// noticed between probe rounds; one between the look and a later read
+	// would be lost until the next change.
+	var admissionChanged <-chan struct{}
+	if e.opts.Admission != nil {
+		admissionChanged = e.opts.Admission.Changed()
+	}
 	e.mu.Lock()
 	if e.ctx != nil {
 		e.mu.Unlock()
@@ -371,10 +379,6 @@ func (e *Engine) Start(ctx context.Context) error {
 		e.mu.RUnlock()
 	}
 
-	var admissionChanged <-chan struct{}
-	if e.opts.Admission != nil {
-		admissionChanged = e.opts.Admission.Changed()
-	}
 	e.runProbes(ctx, func() {
 		// Between probe rounds: re-evaluate ownership when it changed.
 		select {

@@ -239,11 +239,7 @@ func (e *Engine) reconnectLocked(rec *record) {
 	again := in.share()
 	rec.cur = again
 	// Reconciles that held the instance before the outage may still run.
-	var run *instance
-	if rec.member != nil {
-		run = rec.member.run
-	}
-	rec.keepWhileHeld(in, run)
+	rec.keepWhileHeld(in)
 	e.wg.Go(func() {
 		if err := e.engage(rec, gen, again); err != nil {
 			e.log.Error(err, "Failed to engage a cluster again after it recovered", "cluster", rec.name)

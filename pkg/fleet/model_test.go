@@ -7,12 +7,17 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	"github.com/go-logr/logr/testr"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,9 +42,15 @@ import (
 //     stopped when it was handed away is not engaged again;
 //   - at the end nothing is left: no record, no fence, no running cluster.
 //
-// A failing seed prints itself; rerun it alone with
+// A failing seed prints itself, with the schedule's last steps and the
+// engine's log; rerun it alone with
 // go test -run TestModel ./pkg/fleet/ -model.seed=N. -model.soak runs many
-// more seeds and steps.
+// more seeds and steps. Most failures depend on timing as well as on the
+// seed (CI runs packages side by side): run several at once on a loaded
+// machine, e.g. go test -c -race -o /tmp/fleet.test ./pkg/fleet/ and four
+// of /tmp/fleet.test -test.run 'TestModel$' -test.count=10 -test.cpu=1,2,4
+// in parallel; MODEL_DUMP_DIR=dir writes every goroutine's stack there when a
+// seed fails.
 var (
 	modelSeed = flag.Uint64("model.seed", 0, "run the model checker with this seed only")
 	modelSoak = flag.Bool("model.soak", false, "run the model checker for many seeds and long schedules")
@@ -158,10 +169,16 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 		}
 	}()
 	rng := rand.New(rand.NewPCG(seed, seed))
+	trace := &modelLog{}
+	defer func() {
+		if !ok {
+			t.Logf("seed %d: the last steps and engine log lines:\n%s", seed, trace.tail(400))
+		}
+	}()
 	running, holds := &runningSet{n: map[string]int{}}, &runningSet{n: map[string]int{}}
 	fences := &checkedFences{fenceService: newFenceService(), running: running, inflight: holds}
 	e := fleet.New(fleet.Options{Admission: fences, MinBackoff: 2 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
-		Health: fleet.HealthOptions{Disabled: true}, DrainTimeout: 10 * time.Second, Logger: modelLogger(t, seed)})
+		Health: fleet.HealthOptions{Disabled: true}, DrainTimeout: 10 * time.Second, Logger: trace.logger(t, seed)})
 	subs := []*holder{newHolder()}
 	e.Subscribe(subs[0])
 	ctx, stop := context.WithCancel(context.Background())
@@ -186,6 +203,11 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 		return &fakeCluster{name: name, running: running}
 	}
 	fail := func(format string, args ...any) bool {
+		if dir := os.Getenv("MODEL_DUMP_DIR"); dir != "" {
+			buf := make([]byte, 1<<24)
+			buf = buf[:runtime.Stack(buf, true)]
+			_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("seed%d-%d.txt", seed, time.Now().UnixNano())), buf, 0o644)
+		}
 		t.Errorf("seed %d: "+format, append([]any{seed}, args...)...)
 		return false
 	}
@@ -263,6 +285,7 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 				cl.fail = failFirst && builds.Add(1) == 1
 				return cl, nil
 			}})
+			trace.add("step %d: publish %s (hash %d, first start fails: %v)", step, name, hash, failFirst)
 			model[name] = &source{}
 		case op < 25: // publish or replace with a pre-built cluster, maybe refused once
 			if src != nil && src.adopted != nil {
@@ -272,8 +295,10 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 			cl := newCluster(name)
 			cl.refuse.Store(rng.IntN(3) == 0)
 			e.SetMember(fleet.Member{Name: name, Hash: fmt.Sprint(hash), Cluster: cl})
+			trace.add("step %d: publish %s pre-built %p (hash %d, refused once: %v)", step, name, cl, hash, cl.refuse.Load())
 			model[name] = &source{prebuilt: cl}
 		case op < 30: // remove
+			trace.add("step %d: remove %s", step, name)
 			e.RemoveMember(name)
 			if src != nil && src.cancel != nil {
 				src.cancel()
@@ -285,7 +310,9 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 			}
 			cl := newCluster(name)
 			actx, cancel := context.WithCancel(context.Background())
+			trace.add("step %d: adopt %s %p", step, name, cl)
 			if src != nil && rng.IntN(2) == 0 {
+				trace.add("step %d: cancel the adopted %s first", step, name)
 				src.cancel() // cancel the old one, then replace at once
 			}
 			if err := e.Engage(actx, name, cl); err != nil {
@@ -293,23 +320,28 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 				return fail("step %d: Engage(%s): %v", step, name, err)
 			}
 			if src != nil && src.adopted != nil && rng.IntN(2) == 0 {
+				trace.add("step %d: cancel the previously adopted %s", step, name)
 				src.cancel()
 			}
 			model[name] = &source{adopted: cl, cancel: cancel}
 		case op < 50: // the provider's context of an adopted cluster ends
 			if src != nil && src.adopted != nil {
+				trace.add("step %d: the adopted %s's context ends", step, name)
 				src.cancel()
 				delete(model, name)
 			}
 		case op < 60: // ownership flips
 			fences.setOwns(name, !fences.Owns(name))
+			trace.add("step %d: %s owned: %v", step, name, fences.Owns(name))
 		case op < 65: // fence lost to a renewal lapse
+			trace.add("step %d: the fence of %s is lost", step, name)
 			fences.lose(name)
 		case op < 67: // a runnable subscribes late
 			if len(subs) < 4 {
 				h := newHolder()
 				subs = append(subs, h)
 				e.Subscribe(h)
+				trace.add("step %d: subscriber %d subscribed", step, len(subs)-1)
 			}
 		default: // a reconcile
 			length := time.Duration(rng.IntN(3)) * time.Millisecond
@@ -319,6 +351,7 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 					return
 				}
 				holds.add(name)
+				trace.add("step %d: a reconcile holds %s", step, name)
 				select {
 				case <-engaged.Done():
 				case <-time.After(length):
@@ -360,12 +393,34 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	return true
 }
 
-// modelLogger logs the engine's transitions when one seed runs verbosely.
-func modelLogger(t *testing.T, seed uint64) logr.Logger {
+// modelLog keeps the engine's log and the schedule's steps of one seed, to
+// print the tail of when the seed fails: a failure under load rarely
+// reproduces alone.
+type modelLog struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+func (l *modelLog) add(format string, args ...any) {
+	l.mu.Lock()
+	l.lines = append(l.lines, fmt.Sprintf(format, args...))
+	l.mu.Unlock()
+}
+
+func (l *modelLog) tail(n int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	from := max(0, len(l.lines)-n)
+	return strings.Join(l.lines[from:], "\n")
+}
+
+// logger logs the engine's transitions into l, and to the test when one
+// seed runs verbosely.
+func (l *modelLog) logger(t *testing.T, seed uint64) logr.Logger {
 	if *modelSeed == seed && testing.Verbose() {
 		return testr.New(t)
 	}
-	return logr.Discard()
+	return funcr.New(func(prefix, args string) { l.add("%s %s", prefix, args) }, funcr.Options{})
 }
 
 // waitFor polls cond until it returns nil or timeout passes.

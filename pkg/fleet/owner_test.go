@@ -260,6 +260,46 @@ func TestAdoptedClusterOwnedElsewhereWaits(t *testing.T) {
 	fleettest.Eventually(t, 0, engagedWith(tr, "elsewhere", cl))
 }
 
+// flipOnLook is a fence service whose ownership of one cluster changes to
+// owned right after the engine first asks about it.
+type flipOnLook struct {
+	*fenceService
+	name string
+	once sync.Once
+}
+
+func (f *flipOnLook) Owns(name string) bool {
+	owns := f.fenceService.Owns(name)
+	if name == f.name {
+		f.once.Do(func() { f.setOwns(name, true) })
+	}
+	return owns
+}
+
+// An ownership change right after Start looked at a cluster is not lost:
+// Start takes the admission's change signal before it looks, so the change
+// is seen. (Taken after, the cluster waited in StateWanted until the next
+// change of the ring, which may never come.)
+func TestOwnershipChangeWhileStartingIsNotLost(t *testing.T) {
+	fences := &flipOnLook{fenceService: newFenceService(), name: "late"}
+	fences.owns["late"] = false
+	e := fleet.New(fleet.Options{Admission: fences, Health: fleet.HealthOptions{Disabled: true}})
+	tr := newHolder()
+	e.Subscribe(tr)
+	cl := running(t, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// Before Start, Engage only records the cluster as wanted: Start is the
+	// first to ask whether this replica owns it.
+	if err := e.Engage(ctx, "late", cl); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Start(ctx) }()
+	defer func() { cancel(); <-done }()
+	fleettest.Eventually(t, 0, engagedWith(tr, "late", cl))
+}
+
 // Defect 2: a member removed and published again at once (a recreated
 // Secret) is engaged again: its fence is acquired once the previous release
 // has gone through.

@@ -21,7 +21,7 @@ import (
 // under the engine's exclusive lock, or under its read lock with mu (read- or
 // write-locked). Start-up, where thousands of clusters are started and engaged
 // at once, takes the second way: attempts of different clusters never wait
-// for each other; so do probes' answers. Lock order: engMu, the engine's lock,
+// for each other; so do probes' answers. Lock order: the name's engagement lock (see nameLocks), the engine's lock,
 // mu, the probe queue's lock; the probe scheduler, which holds the queue's
 // lock, only tries a record's (TryRLock) and never waits for it.
 type record struct {
@@ -39,18 +39,15 @@ type record struct {
 	owner   *owner
 	waiters []*waiter // Engage calls waiting for their member's first engagement
 
-	// engMu serializes engagements of this record with subscribers: a new
-	// instance's engagement and a late subscriber's catch-up never interleave,
-	// so every subscriber ends up holding the record's current instance.
-	engMu sync.Mutex
-
 	// cur is the instance subscribers were engaged with (engaged or
 	// disconnected), next the one being started (first start or replacement),
 	// engaging the one being engaged with subscribers right now: their first
 	// reconciles may ask for it before the engagement completes.
 	cur, next, engaging *instance
-	// runs are the clusters the engine started for this record that may still
-	// run (an attempt in flight among them): a fence waits for all of them.
+	// runs are the instances that started a run for this record that may
+	// still run (an attempt in flight among them), and the instances no longer
+	// current or engaging that reconciles still hold (keepWhileHeld): a fence
+	// waits for all of them.
 	runs []*instance
 
 	gen     uint64      // bumped by every decision that makes attempts in flight stale
@@ -177,11 +174,14 @@ type instance struct {
 	// application runs the cluster already: its closed stopped then means
 	// nothing about the cluster's life.
 	appRuns *atomic.Bool
+	// shared is set on an instance made by share: its run is the one an
+	// earlier instance started, which stays on the record's books for it.
+	shared bool
 	// eng is the engagement with subscribers; nil while not engaged.
 	eng       context.Context
 	disengage context.CancelFunc
 	// offered[i] is set once subscriber i was engaged with this instance;
-	// guarded by the record's engMu.
+	// guarded by the name's engagement lock (nameLocks).
 	offered []bool
 	// inflight counts the reconciles running against this instance (Hold).
 	inflight inflight
@@ -245,7 +245,8 @@ func (h *hold) release() {
 	}
 }
 
-// offer marks subscriber idx as engaged with in; under the record's engMu.
+// offer marks subscriber idx as engaged with in; under the name's engagement
+// lock.
 func (in *instance) offer(idx int) {
 	for len(in.offered) <= idx {
 		in.offered = append(in.offered, false)
@@ -266,17 +267,17 @@ func (rec *record) takeInstances() []*instance {
 	return out
 }
 
-// keepWhileHeld keeps in, an engagement of a run that goes on under another
-// instance, on rec's books while reconciles hold it, so that a fence taken
-// away later waits for them too; other such engagements of the same run
-// that nothing holds any more leave the books. run, the instance that
-// started the run (nil if none), stays. Under rec's lock or the engine's
-// exclusive one.
-func (rec *record) keepWhileHeld(in, run *instance) {
-	rec.runs = slices.DeleteFunc(rec.runs, func(r *instance) bool {
-		return r != run && r.stopped == in.stopped && r.inflight.n.Load() == 0
-	})
-	if in != run && in.inflight.n.Load() > 0 {
+// keepWhileHeld is called for every instance that stops being rec's current
+// or engaging one without being taken away with the record's instances
+// (takeInstances): reconciles handed it (Hold) may still run, so it stays on
+// rec's books (runs) until they return, and a fence taken away later waits
+// for them. Instances on the books that are finished leave them. Under rec's
+// lock or the engine's exclusive one (Hold counts under rec's read lock, so
+// the count read here cannot grow from zero afterwards: the instance is not
+// handed out any more).
+func (rec *record) keepWhileHeld(in *instance) {
+	rec.runs = slices.DeleteFunc(rec.runs, (*instance).finished)
+	if in.inflight.n.Load() > 0 && !slices.Contains(rec.runs, in) {
 		rec.runs = append(rec.runs, in)
 	}
 }
@@ -285,13 +286,14 @@ func (rec *record) keepWhileHeld(in, run *instance) {
 // its stopped signal carries over, so that its death is still noticed and a
 // fence waits for it.
 func (in *instance) share() *instance {
-	return &instance{cl: in.cl, hash: in.hash, member: in.member, run: in.run, stopRun: in.stopRun, stopped: in.stopped, appRuns: in.appRuns}
+	return &instance{cl: in.cl, hash: in.hash, member: in.member, run: in.run, stopRun: in.stopRun, stopped: in.stopped, appRuns: in.appRuns, shared: true}
 }
 
-// finished reports whether nothing of in runs any more: its run ended, its
-// cluster (if the engine runs it) stopped, and no reconcile holds it.
+// finished reports whether in needs no waiting for any more: no reconcile
+// holds it, and, unless it shares a run that another instance on the books
+// stands for, its run ended and its cluster (if the engine runs it) stopped.
 func (in *instance) finished() bool {
-	if in.run.Err() == nil || (in.stopped != nil && !in.dead()) {
+	if !in.shared && (in.run.Err() == nil || (in.stopped != nil && !in.dead())) {
 		return false
 	}
 	select {
@@ -313,5 +315,47 @@ func (in *instance) dead() bool {
 		return !in.appRuns.Load()
 	default:
 		return false
+	}
+}
+
+// nameLocks serializes the engagements of each cluster name with
+// subscribers: a new instance's engagement and a late subscriber's catch-up
+// never interleave, so every subscriber ends up holding the current instance.
+// It is kept by name, not by record: an engagement of a removed record may
+// still be calling subscribers when the name is published again, and a
+// subscriber that heard the old engagement after the new one (its context
+// ended meanwhile) would let go of the cluster while the engine counts it
+// engaged. A name's lock lives while someone holds or waits for it.
+type nameLocks struct {
+	mu sync.Mutex
+	m  map[multicluster.ClusterName]*nameLock
+}
+
+type nameLock struct {
+	sync.Mutex
+	refs int // holders and waiters; under nameLocks.mu
+}
+
+// lock takes name's engagement lock and returns its release.
+func (l *nameLocks) lock(name multicluster.ClusterName) (unlock func()) {
+	l.mu.Lock()
+	nl := l.m[name]
+	if nl == nil {
+		if l.m == nil {
+			l.m = map[multicluster.ClusterName]*nameLock{}
+		}
+		nl = &nameLock{}
+		l.m[name] = nl
+	}
+	nl.refs++
+	l.mu.Unlock()
+	nl.Lock()
+	return func() {
+		nl.Unlock()
+		l.mu.Lock()
+		if nl.refs--; nl.refs == 0 {
+			delete(l.m, name)
+		}
+		l.mu.Unlock()
 	}
 }
