@@ -266,7 +266,7 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 		// Scheduled once engaged (the scheduler skips a record that is not),
 		// still under the engine's read lock, so that no exclusive change of
 		// the record comes in between.
-		e.probes.schedule(rec, time.Now().Add(e.opts.Health.Interval))
+		e.probes.schedule(rec, time.Now().Add(e.probeInterval()))
 		e.mu.RUnlock()
 		metrics.Engagements.WithLabelValues("success").Inc()
 		switch {

@@ -49,7 +49,9 @@ type Engine struct {
 	closing  bool                 // Start waits for wg: no more goroutines on it
 	wg       sync.WaitGroup       // attempts, probes and cluster runs
 
-	engLocks     nameLocks // serializes each name's engagements with subscribers
+	engLocks     nameLocks    // serializes each name's engagements with subscribers
+	engaged      atomic.Int64 // records in StateEngaged: the probe budget's divisor
+	stretched    atomic.Bool  // the probe budget stretched the interval (logged once)
 	healthSeries metrics.SeriesCap
 	probes       probeQueue // the probes to come; see health.go
 }
@@ -79,6 +81,12 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 	}
 	if from != "" {
 		metrics.Clusters.WithLabelValues(string(from)).Dec()
+	}
+	switch StateEngaged {
+	case from:
+		e.engaged.Add(-1)
+	case to:
+		e.engaged.Add(1)
 	}
 	if to != StateGone {
 		metrics.Clusters.WithLabelValues(string(to)).Inc()

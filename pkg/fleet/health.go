@@ -94,6 +94,19 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 	}
 }
 
+// probeInterval is the wait before the next probe of a healthy cluster:
+// the configured interval, stretched by the probe budget
+// (HealthOptions.MaxProbesPerSecond) when the fleet is large.
+func (e *Engine) probeInterval() time.Duration {
+	h := e.opts.Health
+	d := h.intervalAt(int(e.engaged.Load()))
+	if d > h.Interval && e.stretched.CompareAndSwap(false, true) {
+		e.log.Info("Probing healthy clusters less often than the probe interval, to stay within the probe budget",
+			"interval", h.Interval.String(), "stretchedTo", d.Round(time.Second).String(), "engaged", e.engaged.Load(), "maxProbesPerSecond", h.MaxProbesPerSecond)
+	}
+	return d
+}
+
 // probeResult classifies a probe.
 type probeResult int
 
@@ -127,7 +140,7 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	if healthy {
 		e.probes.mu.Lock()
 		rec.probing = false
-		e.probes.scheduleLocked(rec, now.Add(e.opts.Health.Interval))
+		e.probes.scheduleLocked(rec, now.Add(e.probeInterval()))
 		e.probes.mu.Unlock()
 		e.mu.RUnlock()
 		return
@@ -154,12 +167,12 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	switch {
 	case res == probeOK && rec.state == StateDisconnected:
 		rec.failures = 0
-		e.probes.schedule(rec, now.Add(e.opts.Health.Interval))
+		e.probes.schedule(rec, now.Add(e.probeInterval()))
 		e.log.Info("Cluster answers again", "cluster", rec.name)
 		e.reconnectLocked(rec)
 	case res == probeOK:
 		rec.failures = 0
-		e.probes.schedule(rec, now.Add(e.opts.Health.Interval))
+		e.probes.schedule(rec, now.Add(e.probeInterval()))
 	default:
 		rec.failures++
 		log := e.log.WithValues("cluster", rec.name, "failures", rec.failures)
@@ -172,6 +185,8 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 		if rec.state == StateEngaged && rec.failures >= e.opts.Health.FailureThreshold {
 			e.disconnectLocked(rec, fmt.Sprintf("unhealthy: %d consecutive failed probes, last: %v", rec.failures, err))
 		} else if rec.state == StateEngaged {
+			// Outside the probe budget: few clusters fail at once, and a
+			// failing one is given up on within FailureThreshold intervals.
 			e.probes.schedule(rec, now.Add(e.opts.Health.Interval))
 		} else {
 			rec.backoff = min(max(2*rec.backoff, e.opts.MinBackoff), e.opts.MaxBackoff)

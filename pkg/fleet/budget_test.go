@@ -1,0 +1,103 @@
+package fleet_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+)
+
+func TestIntervalAt(t *testing.T) {
+	for _, tc := range []struct {
+		h       fleet.HealthOptions
+		engaged int
+		want    time.Duration
+	}{
+		{fleet.HealthOptions{}, 0, 10 * time.Second},
+		{fleet.HealthOptions{}, 4000, 10 * time.Second},
+		{fleet.HealthOptions{}, 10000, 25 * time.Second},
+		{fleet.HealthOptions{Interval: time.Second, MaxProbesPerSecond: 100}, 50, time.Second},
+		{fleet.HealthOptions{Interval: time.Second, MaxProbesPerSecond: 100}, 500, 5 * time.Second},
+		{fleet.HealthOptions{MaxProbesPerSecond: -1}, 100000, 10 * time.Second},
+	} {
+		if got := tc.h.IntervalAt(tc.engaged); got != tc.want {
+			t.Errorf("%+v.IntervalAt(%d) = %s, want %s", tc.h, tc.engaged, got, tc.want)
+		}
+	}
+}
+
+// probeCounter is a cluster whose client counts the requests sent through
+// it: the engine probes with the cluster's own client.
+type probeCounter struct {
+	cluster.Cluster
+	hc *http.Client
+	n  *atomic.Int64
+}
+
+type countingTransport struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (c countingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.n.Add(1)
+	return c.rt.RoundTrip(req)
+}
+
+func (p probeCounter) GetHTTPClient() *http.Client { return p.hc }
+
+// The probe budget caps the probes of healthy clusters across the fleet:
+// four clusters with a 50 ms interval and a budget of 2 probes a second are
+// probed about twice a second in all, not eighty times; and they are still
+// probed.
+func TestProbeBudgetStretchesTheInterval(t *testing.T) {
+	const clusters, budget = 4, 2
+	e := fleet.New(fleet.Options{Health: fleet.HealthOptions{Interval: 50 * time.Millisecond, Timeout: time.Second, MaxProbesPerSecond: budget},
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
+	tr := newHolder()
+	e.Subscribe(tr)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	go func() { defer close(stopped); _ = e.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+
+	var probes atomic.Int64
+	for i := range clusters {
+		cl := running(t, 1)
+		base := cl.GetHTTPClient()
+		hc := *base
+		hc.Transport = countingTransport{rt: base.Transport, n: &probes}
+		counted := probeCounter{Cluster: cl, hc: &hc, n: &probes}
+		name := fmt.Sprintf("budget-%d", i)
+		if err := e.Engage(ctx, name, counted); err != nil {
+			t.Fatal(err)
+		}
+		fleettest.Eventually(t, 30*time.Second, engagedWith(tr, name, counted))
+	}
+
+	// Still probed: every cluster within its stretched interval (2 s).
+	from := probes.Load()
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		if n := probes.Load() - from; n < clusters {
+			return fmt.Errorf("%d probes so far, want %d", n, clusters)
+		}
+		return nil
+	})
+	// At most the budget's rate, plus one probe per cluster in flight at
+	// the window's start; without the budget, 80 a second.
+	from, start := probes.Load(), time.Now()
+	fleettest.Consistently(t, 2*time.Second, func() error {
+		limit := int64(time.Since(start).Seconds()*budget) + 2*clusters
+		if n := probes.Load() - from; n > limit {
+			return fmt.Errorf("%d probes in %s, want at most %d (budget %d a second)", n, time.Since(start).Round(time.Millisecond), limit, budget)
+		}
+		return nil
+	})
+}
