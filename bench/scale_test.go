@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -38,8 +41,10 @@ import (
 //
 // One line per kind (Scale/clusters=N/multicluster, .../client-go): s/all-
 // reconciled (from start), ms-cpu/cluster (process CPU until then), KB-
-// heap/cluster and goroutines/cluster (after two GCs, once all are reconciled)
-// and %core-idle (the process's CPU over the next two default probe intervals,
+// heap/cluster and goroutines/cluster (after two GCs, once all are
+// reconciled; the heap counted from before the clusters, or the floor's
+// clients and informers, were built; goroutine descriptors, which the runtime
+// never frees, not counted on either side: see warmGoroutines) and %core-idle (the process's CPU over the next two default probe intervals,
 // one core = 100). The multicluster line adds what only the library has:
 // s/readyz (when the "clusters" readyz check first passes), %core-probing (its
 // idle CPU above the floor's: health probes at the default interval, mostly),
@@ -66,6 +71,7 @@ func BenchmarkScale(b *testing.B) {
 	defer recordLockWaits()()
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
+			warmGoroutines(16 * n)
 			mc := scaleMultiCluster(b, n, ns)
 			floor := scaleFloor(b, n, ns)
 			report(b, "multicluster", append(mc.figures(n),
@@ -119,6 +125,11 @@ func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 	}
 	eng := mgr.(mcmanager.FleetOwner).Fleet()
 	ctx := context.Background()
+	// The heap counts from before the clusters are built, as the floor's
+	// counts its clients and informers: what NewCluster holds per cluster is
+	// the library's too.
+	heap0, _ := heapAndGoroutines()
+	writeProfiles(b, fmt.Sprintf("multicluster-%d-start", n))
 	for i := range n {
 		cl, err := pkgclusters.NewCluster(config(), inNamespace(ns))
 		if err != nil {
@@ -131,7 +142,7 @@ func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 	}
 	series0 := seriesCount(b)
 	lock0 := lockWaits(b)
-	heap0, g0 := heapAndGoroutines()
+	_, g0 := heapAndGoroutines()
 	begin, cpu0 := time.Now(), processCPU()
 	stop := run(b, mgr)
 	defer func() {
@@ -156,6 +167,7 @@ func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 	r.engineLockPerCluster = float64((lock1.engine - lock0.engine).Microseconds()) / float64(n)
 	heap1, g1 := heapAndGoroutines()
 	r.heap, r.goroutines = int64(heap1)-int64(heap0), g1-g0
+	writeProfiles(b, fmt.Sprintf("multicluster-%d", n))
 	r.series = seriesCount(b) - series0
 	probes0 := histogramCount()
 	r.idle = idleCPU()
@@ -177,6 +189,7 @@ func scaleFloor(b *testing.B, n int, ns string) scaleResult {
 	}
 	var done atomic.Int64
 	heap0, g0 := heapAndGoroutines()
+	writeProfiles(b, fmt.Sprintf("client-go-%d-start", n))
 	begin, cpu0 := time.Now(), processCPU()
 	ctx, cancel := context.WithCancel(context.Background())
 	q := workqueue.NewTyped[key]()
@@ -238,8 +251,69 @@ func scaleFloor(b *testing.B, n int, ns string) scaleResult {
 	r := scaleResult{all: time.Since(begin), cpu: processCPU() - cpu0}
 	heap1, g1 := heapAndGoroutines()
 	r.heap, r.goroutines = int64(heap1)-int64(heap0), g1-g0
+	writeProfiles(b, fmt.Sprintf("client-go-%d", n))
 	r.idle = idleCPU()
 	return r
+}
+
+func init() {
+	if os.Getenv("SCALE_HEAPPROFILE") != "" {
+		// One sample per 4 KiB allocated instead of 512 KiB: per-cluster
+		// structures of a few hundred bytes show up at a thousand clusters.
+		runtime.MemProfileRate = 4096
+	}
+}
+
+// warmGoroutines starts n goroutines and lets them end, so that neither side
+// of the scale benchmark counts goroutine descriptors in its heap. The runtime
+// never frees one (it keeps it for the next goroutine), so without this the
+// side measured first paid for every descriptor, a few hundred bytes for each
+// of its goroutines (8 KB per cluster at 12 goroutines per cluster), and the
+// floor, measured second, reused them for nothing. Goroutines are counted
+// apart, as goroutines/cluster.
+func warmGoroutines(n int) {
+	var wg sync.WaitGroup
+	release := make(chan struct{})
+	for range n {
+		wg.Go(func() { <-release })
+	}
+	close(release)
+	wg.Wait()
+}
+
+// writeProfiles writes the heap (inuse_space after the two collections of
+// heapAndGoroutines) and goroutine profiles of the process, once everything is
+// reconciled, as DIR/NAME.heap and DIR/NAME.goroutine, when SCALE_HEAPPROFILE=DIR
+// is set, and the same at the start of the measure as NAME-start.*: to see
+// what a cluster costs beyond the floor's informer, compare each side against
+// its start, e.g. go tool pprof -sample_index=inuse_space -top -base
+// DIR/multicluster-1000-start.heap DIR/multicluster-1000.heap.
+func writeProfiles(b *testing.B, name string) {
+	dir := os.Getenv("SCALE_HEAPPROFILE")
+	if dir == "" {
+		return
+	}
+	for _, kind := range []string{"heap", "goroutine"} {
+		f, err := os.Create(filepath.Join(dir, name+"."+kind))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.Lookup(kind).WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The goroutines as text, each with where it was created.
+	f, err := os.Create(filepath.Join(dir, name+".goroutines.txt"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("goroutine").WriteTo(f, 2); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // idleWindow is how long idle CPU is measured: two default probe intervals,
