@@ -96,6 +96,7 @@ func median(v []float64) float64 {
 
 // gate holds every reconcile until released and counts them.
 type gate struct {
+	kind         string // fair, plainqueue or controller-runtime: which drain
 	queued, done atomic.Int64
 	release      chan struct{}
 	// open is set before release is closed: once it is, a reconcile does not
@@ -104,7 +105,7 @@ type gate struct {
 	open atomic.Bool
 }
 
-func newGate() *gate { return &gate{release: make(chan struct{})} }
+func newGate(kind string) *gate { return &gate{kind: kind, release: make(chan struct{})} }
 
 func (g *gate) predicate() predicate.Funcs {
 	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { g.queued.Add(1); return true }}
@@ -126,7 +127,7 @@ func (g *gate) measure(b *testing.B, total int64) drainResult {
 	time.Sleep(10 * time.Millisecond)
 	// No run pays for collecting the garbage of the run before it.
 	runtime.GC()
-	if drainProfHook != nil {
+	if drainProfHook != nil && (drainProfKind == "" || drainProfKind == g.kind) {
 		drainProfHook(true)
 		defer drainProfHook(false)
 	}
@@ -149,8 +150,13 @@ func (g *gate) measure(b *testing.B, total int64) drainResult {
 }
 
 // drainProfHook, when set, is called with true right before a drain's
-// measured window and with false right after it.
-var drainProfHook = perfControl()
+// measured window and with false right after it; with DRAIN_PERF_KIND set
+// (fair, plainqueue or controller-runtime), only for the drains of that kind,
+// so that a profile shows one kind's reconciles alone.
+var (
+	drainProfHook = perfControl()
+	drainProfKind = os.Getenv("DRAIN_PERF_KIND")
+)
 
 // perfControl lets perf profile the drains alone: with DRAIN_PERF_CTL naming
 // the control FIFO of a perf record started with --delay=-1 and
@@ -181,7 +187,10 @@ func perfControl() func(bool) {
 func multiClusterDrain(b *testing.B, ns string, clusters, perCluster, workers int, fair bool) drainResult {
 	p := clustersprovider.New()
 	mgr := newManager(b, p)
-	g := newGate()
+	g := newGate("plainqueue")
+	if fair {
+		g.kind = "fair"
+	}
 	if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("drain-%d", nsCounter.Add(1))).
 		For(&corev1.ConfigMap{}).WithEventFilter(g.predicate()).
 		WithOptions(mccontroller.Options{MaxConcurrentReconciles: workers}).
@@ -213,7 +222,7 @@ func controllerRuntimeDrain(b *testing.B, ns string, total, workers int) drainRe
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := newGate()
+	g := newGate("controller-runtime")
 	if err := builder.ControllerManagedBy(mgr).Named(fmt.Sprintf("cr-drain-%d", nsCounter.Add(1))).
 		For(&corev1.ConfigMap{}).WithEventFilter(g.predicate()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).
