@@ -3,8 +3,10 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"runtime"
+	rtmetrics "runtime/metrics"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -64,6 +66,7 @@ func BenchmarkDrain(b *testing.B) {
 			}
 			b.Logf("runs (µs CPU/reconcile): fair %.2f, controller-runtime's queue %.2f, plain controller-runtime %.2f", fair.cpu, plainQ.cpu, cr.cpu)
 			b.Logf("runs (reconciles/s): fair %.0f, controller-runtime's queue %.0f, plain controller-runtime %.0f", fair.rate, plainQ.rate, cr.rate)
+			b.Logf("runs (heap allocations/reconcile, every goroutine's): fair %.1f, controller-runtime's queue %.1f, plain controller-runtime %.1f", fair.allocs, plainQ.allocs, cr.allocs)
 			report(b, "fair", fair.figures(),
 				figure{median(fair.cpu) / median(cr.cpu), "cpu-ratio"},
 				figure{median(fair.rate) / median(cr.rate), "ratio"})
@@ -74,18 +77,27 @@ func BenchmarkDrain(b *testing.B) {
 }
 
 // drainRuns collects the runs of one kind of drain.
-type drainRuns struct{ rate, cpu []float64 }
+type drainRuns struct{ rate, cpu, allocs []float64 }
 
 func (d *drainRuns) add(r drainResult) {
 	d.rate = append(d.rate, r.rate)
 	d.cpu = append(d.cpu, r.cpuPerReconcile)
+	d.allocs = append(d.allocs, r.allocsPerReconcile)
 }
 
 func (d *drainRuns) figures() figure { return figure{median(d.cpu), "µs-cpu/reconcile"} }
 
 type drainResult struct {
-	rate            float64 // reconciles/s
-	cpuPerReconcile float64 // µs of process CPU per reconcile
+	rate               float64 // reconciles/s
+	cpuPerReconcile    float64 // µs of process CPU per reconcile
+	allocsPerReconcile float64 // heap allocations of the process per reconcile
+}
+
+// heapAllocs returns the number of heap allocations the process made so far.
+func heapAllocs() uint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/allocs:objects"}}
+	rtmetrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 func median(v []float64) float64 {
@@ -96,6 +108,7 @@ func median(v []float64) float64 {
 
 // gate holds every reconcile until released and counts them.
 type gate struct {
+	kind         string // fair, plainqueue or controller-runtime: which drain
 	queued, done atomic.Int64
 	release      chan struct{}
 	// open is set before release is closed: once it is, a reconcile does not
@@ -104,7 +117,7 @@ type gate struct {
 	open atomic.Bool
 }
 
-func newGate() *gate { return &gate{release: make(chan struct{})} }
+func newGate(kind string) *gate { return &gate{kind: kind, release: make(chan struct{})} }
 
 func (g *gate) predicate() predicate.Funcs {
 	return predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { g.queued.Add(1); return true }}
@@ -126,10 +139,11 @@ func (g *gate) measure(b *testing.B, total int64) drainResult {
 	time.Sleep(10 * time.Millisecond)
 	// No run pays for collecting the garbage of the run before it.
 	runtime.GC()
-	if drainProfHook != nil {
+	if drainProfHook != nil && (drainProfKind == "" || drainProfKind == g.kind) {
 		drainProfHook(true)
 		defer drainProfHook(false)
 	}
+	allocs0 := heapAllocs()
 	begin, cpu0 := time.Now(), processCPU()
 	g.open.Store(true)
 	close(g.release)
@@ -142,23 +156,37 @@ func (g *gate) measure(b *testing.B, total int64) drainResult {
 		}
 	}
 	elapsed, cpu := time.Since(begin), processCPU()-cpu0
+	allocs := heapAllocs() - allocs0
 	return drainResult{
-		rate:            float64(total) / elapsed.Seconds(),
-		cpuPerReconcile: float64(cpu.Microseconds()) / float64(total),
+		rate:               float64(total) / elapsed.Seconds(),
+		cpuPerReconcile:    float64(cpu.Microseconds()) / float64(total),
+		allocsPerReconcile: float64(allocs) / float64(total),
 	}
 }
 
 // drainProfHook, when set, is called with true right before a drain's
-// measured window and with false right after it.
-var drainProfHook = perfControl()
+// measured window and with false right after it; with DRAIN_PERF_KIND set
+// (fair, plainqueue or controller-runtime), only for the drains of that kind,
+// so that a profile shows one kind's reconciles alone.
+var (
+	drainProfHook = perfControl()
+	drainProfKind = os.Getenv("DRAIN_PERF_KIND")
+)
 
 // perfControl lets perf profile the drains alone: with DRAIN_PERF_CTL naming
 // the control FIFO of a perf record started with --delay=-1 and
-// --control=fd:N (N open on that FIFO), each measured window is enabled and
+// --control=fifo:CTL,ACK (or fd:N,M), each measured window is enabled and
 // disabled in the profile, and the setup around it (seeding, lists, cache
-// sync) is left out.
+// sync) is left out. With DRAIN_PERF_ACK naming perf's acknowledgement FIFO,
+// each command waits for perf to have carried it out: perf reads its control
+// FIFO when it gets to it, and without the wait the next drain's setup
+// (its lists, its queue filling up) is often profiled as part of a window.
+//
+//	mkfifo /tmp/ctl /tmp/ack
+//	DRAIN_PERF_CTL=/tmp/ctl DRAIN_PERF_ACK=/tmp/ack DRAIN_PERF_KIND=fair \
+//	  perf record --delay=-1 --control=fifo:/tmp/ctl,/tmp/ack -g -o drain.perf -- ./bench.test ...
 func perfControl() func(bool) {
-	path := os.Getenv("DRAIN_PERF_CTL")
+	path, ack := os.Getenv("DRAIN_PERF_CTL"), os.Getenv("DRAIN_PERF_ACK")
 	if path == "" {
 		return nil
 	}
@@ -175,13 +203,28 @@ func perfControl() func(bool) {
 		if _, err := f.WriteString(cmd); err != nil {
 			panic(fmt.Sprintf("DRAIN_PERF_CTL=%s: %v", path, err))
 		}
+		if ack == "" {
+			return
+		}
+		a, err := os.Open(ack)
+		if err != nil {
+			panic(fmt.Sprintf("DRAIN_PERF_ACK=%s: %v", ack, err))
+		}
+		defer a.Close()
+		buf := make([]byte, len("ack\n"))
+		if _, err := io.ReadFull(a, buf); err != nil {
+			panic(fmt.Sprintf("DRAIN_PERF_ACK=%s: %v", ack, err))
+		}
 	}
 }
 
 func multiClusterDrain(b *testing.B, ns string, clusters, perCluster, workers int, fair bool) drainResult {
 	p := clustersprovider.New()
 	mgr := newManager(b, p)
-	g := newGate()
+	g := newGate("plainqueue")
+	if fair {
+		g.kind = "fair"
+	}
 	if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("drain-%d", nsCounter.Add(1))).
 		For(&corev1.ConfigMap{}).WithEventFilter(g.predicate()).
 		WithOptions(mccontroller.Options{MaxConcurrentReconciles: workers}).
@@ -213,7 +256,7 @@ func controllerRuntimeDrain(b *testing.B, ns string, total, workers int) drainRe
 	if err != nil {
 		b.Fatal(err)
 	}
-	g := newGate()
+	g := newGate("controller-runtime")
 	if err := builder.ControllerManagedBy(mgr).Named(fmt.Sprintf("cr-drain-%d", nsCounter.Add(1))).
 		For(&corev1.ConfigMap{}).WithEventFilter(g.predicate()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: workers}).

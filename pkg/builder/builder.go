@@ -317,16 +317,28 @@ func (b *TypedBuilder[request]) project(obj client.Object, metadataOnly bool) (c
 // logConstructor adds the controller, its kind, and the request's cluster,
 // namespace and name to the logger.
 func (b *TypedBuilder[request]) logConstructor(name string, gvk schema.GroupVersionKind) func(*request) logr.Logger {
-	log := b.mgr.GetLogger().WithValues("controller", name)
+	return requestLogger[request](b.mgr.GetLogger(), name, gvk)
+}
+
+// requestLogger returns the log constructor of a controller named name whose
+// kind is gvk (none for a controller built without For): base with the
+// controller and its kind, and, for each request, its cluster, namespace and
+// name (or, for a request of another type, its cluster and its String).
+//
+// It runs for every reconcile, so it pays nothing controller-runtime's own
+// does not: the request is asserted by pointer (as an interface value it
+// would be copied to the heap), and a discarded logger (no sink) is returned
+// as it is, before the key/values that nothing would read are boxed.
+func requestLogger[request mcreconcile.ClusterAware[request]](base logr.Logger, name string, gvk schema.GroupVersionKind) func(*request) logr.Logger {
+	log := base.WithValues("controller", name)
 	if gvk.Kind != "" {
 		log = log.WithValues("controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
 	}
 	return func(in *request) logr.Logger {
-		if in == nil {
+		if in == nil || log.GetSink() == nil {
 			return log
 		}
-		// One WithValues per request: this runs for every reconcile.
-		req, ok := any(*in).(mcreconcile.Request)
+		req, ok := any(in).(*mcreconcile.Request)
 		if !ok {
 			return log.WithValues("cluster", (*in).Cluster(), "request", fmt.Sprint(*in))
 		}
