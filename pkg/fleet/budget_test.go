@@ -21,8 +21,8 @@ func TestIntervalAt(t *testing.T) {
 		want    time.Duration
 	}{
 		{fleet.HealthOptions{}, 0, 10 * time.Second},
-		{fleet.HealthOptions{}, 4000, 10 * time.Second},
-		{fleet.HealthOptions{}, 10000, 25 * time.Second},
+		{fleet.HealthOptions{}, 3000, 10 * time.Second},
+		{fleet.HealthOptions{}, 9000, 30 * time.Second},
 		{fleet.HealthOptions{Interval: time.Second, MaxProbesPerSecond: 100}, 50, time.Second},
 		{fleet.HealthOptions{Interval: time.Second, MaxProbesPerSecond: 100}, 500, 5 * time.Second},
 		{fleet.HealthOptions{MaxProbesPerSecond: -1}, 100000, 10 * time.Second},
