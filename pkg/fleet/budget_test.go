@@ -59,14 +59,11 @@ func (p probeCounter) GetHTTPClient() *http.Client { return p.hc }
 // probed.
 func TestProbeBudgetStretchesTheInterval(t *testing.T) {
 	const clusters, budget = 4, 2
-	e := fleet.New(fleet.Options{Health: fleet.HealthOptions{Interval: 50 * time.Millisecond, Timeout: time.Second, MaxProbesPerSecond: budget},
-		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond})
 	tr := newHolder()
-	e.Subscribe(tr)
+	e := serveEngine(t, fleet.Options{Health: fleet.HealthOptions{Interval: 50 * time.Millisecond, Timeout: time.Second, MaxProbesPerSecond: budget},
+		MinBackoff: 50 * time.Millisecond, MaxBackoff: 200 * time.Millisecond}, tr)
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); _ = e.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	t.Cleanup(cancel)
 
 	var probes atomic.Int64
 	for i := range clusters {

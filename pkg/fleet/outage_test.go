@@ -21,19 +21,16 @@ import (
 func TestReleaseWaitsForAReconcileFromBeforeAnOutage(t *testing.T) {
 	cfg, proxy := testbed.Proxied(t, members.Config(1))
 	fences := newFenceService()
-	e := fleet.New(fleet.Options{
+	tr := newHolder()
+	e := serveEngine(t, fleet.Options{
 		Admission:    fences,
 		Health:       fleet.HealthOptions{Interval: 100 * time.Millisecond, Timeout: 200 * time.Millisecond, FailureThreshold: 1},
 		MinBackoff:   50 * time.Millisecond,
 		MaxBackoff:   200 * time.Millisecond,
 		DrainTimeout: time.Minute,
-	})
-	tr := newHolder()
-	e.Subscribe(tr)
+	}, tr)
 	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); _ = e.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	t.Cleanup(cancel)
 
 	cl, err := cluster.New(cfg)
 	if err != nil {

@@ -161,7 +161,8 @@ func (h *holder) Engaged() map[multicluster.ClusterName]cluster.Cluster {
 	return out
 }
 
-// startEngine runs an engine with a holder subscribed until the test ends.
+// startEngine runs an engine with a holder subscribed until the test ends,
+// with short backoffs and without probes.
 func startEngine(t *testing.T, opts fleet.Options) (*fleet.Engine, *holder) {
 	t.Helper()
 	opts.MinBackoff, opts.MaxBackoff = 50*time.Millisecond, 200*time.Millisecond
@@ -169,14 +170,21 @@ func startEngine(t *testing.T, opts fleet.Options) (*fleet.Engine, *holder) {
 	if testing.Verbose() {
 		opts.Logger = testr.New(t)
 	}
-	e := fleet.New(opts)
 	tr := newHolder()
-	e.Subscribe(tr)
+	return serveEngine(t, opts, tr), tr
+}
+
+// serveEngine runs an engine with opts as they are, sub subscribed, until
+// the test ends.
+func serveEngine(t *testing.T, opts fleet.Options, sub multicluster.Aware) *fleet.Engine {
+	t.Helper()
+	e := fleet.New(opts)
+	e.Subscribe(sub)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Start(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return e, tr
+	return e
 }
 
 // runningEngine is startEngine, returning once the engine runs: Engage

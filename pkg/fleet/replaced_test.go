@@ -25,14 +25,9 @@ import (
 func TestReleaseWaitsForAReconcileOfAReplacedEngagement(t *testing.T) {
 	running, holds := &runningSet{n: map[string]int{}}, &runningSet{n: map[string]int{}}
 	fences := &checkedFences{fenceService: newFenceService(), running: running, inflight: holds}
-	e := fleet.New(fleet.Options{Admission: fences, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
-		Health: fleet.HealthOptions{Disabled: true}, DrainTimeout: time.Minute})
 	tr := newHolder()
-	e.Subscribe(tr)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); _ = e.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	e := serveEngine(t, fleet.Options{Admission: fences, MinBackoff: 5 * time.Millisecond, MaxBackoff: 50 * time.Millisecond,
+		Health: fleet.HealthOptions{Disabled: true}, DrainTimeout: time.Minute}, tr)
 
 	first := &fakeCluster{name: "replaced", running: running}
 	first.refuse.Store(true)
@@ -106,12 +101,7 @@ func (b *blockingSubscriber) Engage(ctx context.Context, name multicluster.Clust
 func TestEngagementsOfARepublishedNameDoNotOverlap(t *testing.T) {
 	running := &runningSet{n: map[string]int{}}
 	sub := &blockingSubscriber{holder: newHolder(), entered: make(chan struct{}), unblock: make(chan struct{})}
-	e := fleet.New(fleet.Options{Health: fleet.HealthOptions{Disabled: true}})
-	e.Subscribe(sub)
-	ctx, cancel := context.WithCancel(context.Background())
-	stopped := make(chan struct{})
-	go func() { defer close(stopped); _ = e.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-stopped })
+	e := serveEngine(t, fleet.Options{Health: fleet.HealthOptions{Disabled: true}}, sub)
 	var unblock sync.Once
 	release := func() { unblock.Do(func() { close(sub.unblock) }) }
 	t.Cleanup(release) // before the engine stops: it waits for the engagement
