@@ -47,3 +47,12 @@ func SharedMapperRefs(m meta.RESTMapper) int {
 	}
 	return 0
 }
+
+// EventsStarted reports whether a cluster built by NewCluster made its event
+// broadcasters.
+func EventsStarted(cl any) bool {
+	rs := cl.(*lightCluster).events
+	rs.mu.RLock()
+	defer rs.mu.RUnlock()
+	return rs.started
+}
