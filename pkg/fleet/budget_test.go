@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 func TestIntervalAt(t *testing.T) {
@@ -94,6 +95,53 @@ func TestProbeBudgetStretchesTheInterval(t *testing.T) {
 		limit := int64(time.Since(start).Seconds()*budget) + 2*clusters
 		if n := probes.Load() - from; n > limit {
 			return fmt.Errorf("%d probes in %s, want at most %d (budget %d a second)", n, time.Since(start).Round(time.Millisecond), limit, budget)
+		}
+		return nil
+	})
+}
+
+// The budget is shared from the start between every cluster the engine
+// runs, starting ones included: a cluster engaged first while the rest of a
+// large fleet still syncs is not probed at the rate of a small fleet (which
+// at start-up, when the API servers are busiest, is what 10,000 clusters
+// did).
+func TestProbeBudgetCountsClustersStillStarting(t *testing.T) {
+	const starting, budget = 9, 2
+	tr := newHolder()
+	e := serveEngine(t, fleet.Options{Health: fleet.HealthOptions{Interval: 50 * time.Millisecond, Timeout: time.Second, MaxProbesPerSecond: budget}}, tr)
+	for i := range starting {
+		e.SetMember(fleet.Member{Name: multicluster.ClusterName(fmt.Sprintf("syncing-%d", i)), Hash: "1",
+			Build: func(ctx context.Context) (cluster.Cluster, error) {
+				<-ctx.Done() // still building until the engine stops
+				return nil, ctx.Err()
+			}})
+	}
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		for _, st := range e.Clusters() {
+			if st.State != fleet.StateStarting {
+				return fmt.Errorf("%s is %s, want starting", st.Name, st.State)
+			}
+		}
+		return nil
+	})
+
+	var probes atomic.Int64
+	cl := running(t, 1)
+	hc := *cl.GetHTTPClient()
+	hc.Transport = countingTransport{rt: hc.Transport, n: &probes}
+	counted := probeCounter{Cluster: cl, hc: &hc, n: &probes}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	if err := e.Engage(ctx, "first", counted); err != nil {
+		t.Fatal(err)
+	}
+	// Ten clusters at 2 probes a second: every 5 s each. Counting the
+	// engaged one alone, it would be probed every 500 ms, 8 times in 4 s.
+	from, start := probes.Load(), time.Now()
+	fleettest.Consistently(t, 4*time.Second, func() error {
+		limit := int64(time.Since(start).Seconds()*budget/(starting+1)) + 2
+		if n := probes.Load() - from; n > limit {
+			return fmt.Errorf("%d probes of the engaged cluster in %s, want at most %d: the budget was shared with the engaged cluster alone", n, time.Since(start).Round(time.Millisecond), limit)
 		}
 		return nil
 	})

@@ -50,7 +50,7 @@ type Engine struct {
 	wg       sync.WaitGroup       // attempts, probes and cluster runs
 
 	engLocks     nameLocks    // serializes each name's engagements with subscribers
-	engaged      atomic.Int64 // records in StateEngaged: the probe budget's divisor
+	running      atomic.Int64 // records this replica runs (see runsHere): the probe budget's divisor
 	stretched    atomic.Bool  // the probe budget stretched the interval (logged once)
 	healthSeries metrics.SeriesCap
 	probes       probeQueue // the probes to come; see health.go
@@ -82,11 +82,12 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 	if from != "" {
 		metrics.Clusters.WithLabelValues(string(from)).Dec()
 	}
-	switch StateEngaged {
-	case from:
-		e.engaged.Add(-1)
-	case to:
-		e.engaged.Add(1)
+	if runsHere(from) != runsHere(to) {
+		if runsHere(to) {
+			e.running.Add(1)
+		} else {
+			e.running.Add(-1)
+		}
 	}
 	if to != StateGone {
 		metrics.Clusters.WithLabelValues(string(to)).Inc()
@@ -96,6 +97,18 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 		rec.settled.Store(true)
 	}
 	e.log.Info("Cluster "+string(to), "cluster", rec.name, "from", string(from), "reason", why)
+}
+
+// runsHere reports the states of a cluster this replica runs, or is about to:
+// the probe budget is shared between them from the start, so that a fleet
+// starting up is not probed faster than it will be once up (a cluster that
+// has just synced its cache has just shown that it answers).
+func runsHere(s State) bool {
+	switch s {
+	case StateAdmitted, StateStarting, StateEngaged, StateDisconnected:
+		return true
+	}
+	return false
 }
 
 // recordLocked returns name's record, creating it; under the exclusive lock.

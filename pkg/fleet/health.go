@@ -99,10 +99,10 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 // (HealthOptions.MaxProbesPerSecond) when the fleet is large.
 func (e *Engine) probeInterval() time.Duration {
 	h := e.opts.Health
-	d := h.intervalAt(int(e.engaged.Load()))
+	d := h.intervalAt(int(e.running.Load()))
 	if d > h.Interval && e.stretched.CompareAndSwap(false, true) {
 		e.log.Info("Probing healthy clusters less often than the probe interval, to stay within the probe budget",
-			"interval", h.Interval.String(), "stretchedTo", d.Round(time.Second).String(), "engaged", e.engaged.Load(), "maxProbesPerSecond", h.MaxProbesPerSecond)
+			"interval", h.Interval.String(), "stretchedTo", d.Round(time.Second).String(), "clusters", e.running.Load(), "maxProbesPerSecond", h.MaxProbesPerSecond)
 	}
 	return d
 }

@@ -120,10 +120,11 @@ type HealthOptions struct {
 	// Disabled turns probing off: clusters are never disconnected for health.
 	Disabled bool
 	// MaxProbesPerSecond caps the probes of healthy clusters across the
-	// fleet: with more engaged clusters than Interval allows at this rate,
-	// each is probed less often (every engaged/MaxProbesPerSecond seconds;
-	// see IntervalAt), so that probing costs a bounded share of a core
-	// whatever the size of the fleet. A probe costs 0.1-0.16 ms of CPU, so
+	// fleet: with more clusters than Interval allows at this rate, each is
+	// probed less often (every n/MaxProbesPerSecond seconds for n clusters
+	// starting, engaged or disconnected here; see IntervalAt), so that
+	// probing costs a bounded share of a core whatever the size of the
+	// fleet, from its start-up on. A probe costs 0.1-0.16 ms of CPU, so
 	// the default, 300, is 3-5 % of a core: 3,000 clusters are probed every
 	// 10 s, 10,000 every 33 s. Outside the cap, a cluster whose probe
 	// failed is probed again after Interval, and a disconnected one on its
@@ -150,19 +151,19 @@ func (h HealthOptions) withDefaults() HealthOptions {
 	return h
 }
 
-// IntervalAt returns the interval between probes of a healthy cluster when
-// engaged clusters are engaged: Interval, stretched so that they are probed
-// at most MaxProbesPerSecond times a second in all (defaults applied).
-func (h HealthOptions) IntervalAt(engaged int) time.Duration {
-	return h.withDefaults().intervalAt(engaged)
+// IntervalAt returns the interval between probes of a healthy cluster when a
+// replica runs n clusters: Interval, stretched so that they are probed at
+// most MaxProbesPerSecond times a second in all (defaults applied).
+func (h HealthOptions) IntervalAt(n int) time.Duration {
+	return h.withDefaults().intervalAt(n)
 }
 
 // intervalAt is IntervalAt of options with their defaults applied.
-func (h HealthOptions) intervalAt(engaged int) time.Duration {
+func (h HealthOptions) intervalAt(n int) time.Duration {
 	if h.MaxProbesPerSecond < 0 {
 		return h.Interval
 	}
-	return max(h.Interval, time.Duration(engaged)*time.Second/time.Duration(h.MaxProbesPerSecond))
+	return max(h.Interval, time.Duration(n)*time.Second/time.Duration(h.MaxProbesPerSecond))
 }
 
 // Options configure an Engine. The zero value uses the defaults below.
