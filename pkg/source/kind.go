@@ -78,7 +78,7 @@ func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterN
 		handler:    k.handler(name, cl),
 		predicates: k.predicates,
 		cluster:    name,
-		probe:      &listProbe{reader: cl.GetAPIReader(), scheme: cl.GetScheme(), obj: k.obj},
+		probe:      &listProbe{reader: cl.GetAPIReader, scheme: cl.GetScheme(), obj: k.obj},
 	}, nil
 }
 

@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -22,5 +27,29 @@ func TestKindSourceWithoutHandlerFails(t *testing.T) {
 		if got, err := src.ForCluster("a", nil); err == nil || got != nil {
 			t.Errorf("%s: ForCluster = %v, %v; want an error", name, got, err)
 		}
+	}
+}
+
+// readerCounter is a cluster that counts the API readers asked of it.
+type readerCounter struct {
+	cluster.Cluster // nil: only the methods below are called
+	asked           int
+}
+
+func (c *readerCounter) GetAPIReader() client.Reader { c.asked++; return nil }
+func (c *readerCounter) GetCache() cache.Cache       { return nil }
+func (c *readerCounter) GetScheme() *runtime.Scheme  { return scheme.Scheme }
+
+// A cluster's watch asks for its API reader only when it lists directly
+// (a watch slow to sync): pkg/clusters.NewCluster builds the reader on first
+// use, 3 KB per cluster that most clusters of a fleet never need.
+func TestKindSourceDoesNotAskForTheAPIReaderUpFront(t *testing.T) {
+	src := mcsource.Kind(&corev1.ConfigMap{}, mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())
+	cl := &readerCounter{}
+	if _, err := src.ForCluster("a", cl); err != nil {
+		t.Fatal(err)
+	}
+	if cl.asked != 0 {
+		t.Fatalf("ForCluster asked for the API reader %d times, want 0", cl.asked)
 	}
 }

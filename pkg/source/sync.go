@@ -56,7 +56,10 @@ var (
 
 // listProbe lists one object of obj's type directly from the API server.
 type listProbe struct {
-	reader client.Reader
+	// reader returns the cluster's API reader: asked for when the probe
+	// first lists, which few clusters ever do, since a cluster built by
+	// pkg/clusters.NewCluster builds it on first use.
+	reader func() client.Reader
 	scheme *runtime.Scheme
 	obj    client.Object
 }
@@ -70,7 +73,7 @@ func (p listProbe) list(ctx context.Context) error {
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	ctx, cancel := context.WithTimeout(ctx, listProbeTimeout)
 	defer cancel()
-	err = p.reader.List(ctx, list, client.Limit(1))
+	err = p.reader().List(ctx, list, client.Limit(1))
 	switch {
 	case err == nil:
 		return nil

@@ -37,7 +37,7 @@ func TestWaitForSyncFailsOnAFailingList(t *testing.T) {
 	boom := apierrors.NewInternalError(errors.New("boom"))
 	r := &failingReader{err: boom}
 	err := waitForSync(context.Background(), "c", "*v1.ConfigMap", make(chan struct{}),
-		&listProbe{reader: r, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
+		&listProbe{reader: func() client.Reader { return r }, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
 	var se *SyncError
 	if !errors.As(err, &se) || !se.Failing || se.Type != "*v1.ConfigMap" || !errors.Is(err, boom) {
 		t.Fatalf("got %v, want a failing SyncError for *v1.ConfigMap wrapping the server's answer", err)
@@ -61,7 +61,7 @@ func TestWaitForSyncToleratesABusyServerAndForbiddenLists(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 			defer cancel()
 			err := waitForSync(ctx, "c", "*v1.ConfigMap", make(chan struct{}),
-				&listProbe{reader: r, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
+				&listProbe{reader: func() client.Reader { return r }, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
 			var se *SyncError
 			if !errors.As(err, &se) || se.Failing || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want the wait to end with ctx", err)
@@ -78,7 +78,7 @@ func TestWaitForSyncReturnsWhenSynced(t *testing.T) {
 	synced := make(chan struct{})
 	close(synced)
 	r := &failingReader{err: errors.New("never called")}
-	if err := waitForSync(context.Background(), "c", "t", synced, &listProbe{reader: r, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}}); err != nil {
+	if err := waitForSync(context.Background(), "c", "t", synced, &listProbe{reader: func() client.Reader { return r }, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}}); err != nil {
 		t.Fatal(err)
 	}
 	if r.calls != 0 {
