@@ -40,18 +40,35 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // How a watch that has not synced is checked: an informer retries a failing
 // list with backoff and only logs the errors, so a list that fails would show
 // only when CacheSyncTimeout runs out. After listProbeDelay without sync, the
-// type is listed directly (one object, metadata only) every listProbeInterval;
-// listProbeFailures failures in a row fail the wait with the server's answer.
-// A probe that gets no answer within listProbeTimeout, or is told to come
-// back later (429, timeouts), is not a failure: a list that hangs is bounded
-// by CacheSyncTimeout. Nor is a 403: the probe lists across the cluster, which
-// an identity whose cache is restricted to namespaces may not do although its
-// informers may; a watch that RBAC refuses fails at CacheSyncTimeout.
+// type is listed directly (one object, metadata only), and again every
+// listProbeInterval while the list fails; listProbeFailures failures in a row
+// fail the wait with the server's answer.
+//
+// A list that works ends the probing: the watch is only slow (a large list,
+// a busy server), and probing on would add a list per second per watch to
+// the server's load at the very moment it is slowest (10,000 clusters
+// starting on one server made hundreds of thousands). A 403 ends it too: the
+// probe lists across the cluster, which an identity whose cache is
+// restricted to namespaces may not do although its informers may, so it
+// cannot tell; a watch that RBAC refuses fails at CacheSyncTimeout. A probe
+// that gets no answer within listProbeTimeout, or is told to come back later
+// (429, timeouts), is not a failure either: the next one waits twice as long,
+// up to listProbeMaxInterval.
 var (
-	listProbeDelay    = time.Second
-	listProbeInterval = time.Second
-	listProbeTimeout  = 5 * time.Second
-	listProbeFailures = 3
+	listProbeDelay       = time.Second
+	listProbeInterval    = time.Second
+	listProbeMaxInterval = 30 * time.Second
+	listProbeTimeout     = 5 * time.Second
+	listProbeFailures    = 3
+)
+
+// listVerdict is what a probe of a list says.
+type listVerdict int
+
+const (
+	listFails listVerdict = iota // the server refused the list: count it
+	listWorks                    // the list works, or the probe cannot tell (403): stop probing
+	listBusy                     // no answer, or come back later: probe again, later
 )
 
 // listProbe lists one object of obj's type directly from the API server.
@@ -64,10 +81,10 @@ type listProbe struct {
 	obj    client.Object
 }
 
-func (p listProbe) list(ctx context.Context) error {
+func (p listProbe) list(ctx context.Context) (listVerdict, error) {
 	gvk, err := apiutil.GVKForObject(p.obj, p.scheme)
 	if err != nil {
-		return err
+		return listFails, err
 	}
 	list := &metav1.PartialObjectMetadataList{}
 	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
@@ -75,16 +92,13 @@ func (p listProbe) list(ctx context.Context) error {
 	defer cancel()
 	err = p.reader().List(ctx, list, client.Limit(1))
 	switch {
-	case err == nil:
-		return nil
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		return nil // no answer: not a failure (see listProbeTimeout)
-	case apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
-		return nil // a busy server is slow, not broken: the informer gets through
-	case apierrors.IsForbidden(err):
-		return nil // a cluster-wide list may be forbidden where the cache's namespaces are not
+	case err == nil, apierrors.IsForbidden(err):
+		return listWorks, err
+	case errors.Is(ctx.Err(), context.DeadlineExceeded),
+		apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
+		return listBusy, err
 	}
-	return err
+	return listFails, err
 }
 
 // waitForSync waits until synced is closed. While it is not, the list is
@@ -94,7 +108,8 @@ func waitForSync(ctx context.Context, name multicluster.ClusterName, typ string,
 	if probe != nil && probe.reader != nil {
 		t := time.NewTimer(listProbeDelay)
 		defer t.Stop()
-		failures := 0
+		failures, interval := 0, listProbeInterval
+	probing:
 		for {
 			select {
 			case <-synced:
@@ -103,18 +118,26 @@ func waitForSync(ctx context.Context, name multicluster.ClusterName, typ string,
 				return &SyncError{Cluster: name, Type: typ, Err: ctx.Err()}
 			case <-t.C:
 			}
-			err := probe.list(ctx)
+			verdict, err := probe.list(ctx)
 			select {
 			case <-synced:
 				return nil
 			default:
 			}
-			if err == nil || ctx.Err() != nil {
-				failures = 0
-			} else if failures++; failures >= listProbeFailures {
-				return &SyncError{Cluster: name, Type: typ, Failing: true, Err: err}
+			switch {
+			case ctx.Err() != nil:
+				continue // reported by the select above
+			case verdict == listWorks:
+				break probing
+			case verdict == listBusy:
+				failures, interval = 0, min(2*interval, listProbeMaxInterval)
+			default:
+				if failures++; failures >= listProbeFailures {
+					return &SyncError{Cluster: name, Type: typ, Failing: true, Err: err}
+				}
+				interval = listProbeInterval
 			}
-			t.Reset(listProbeInterval)
+			t.Reset(interval)
 		}
 	}
 	select {

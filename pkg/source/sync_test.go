@@ -47,18 +47,22 @@ func TestWaitForSyncFailsOnAFailingList(t *testing.T) {
 	}
 }
 
-// A busy server (429) is not a broken one, and a cluster-wide list that RBAC
-// forbids (403) says nothing of a cache restricted to namespaces: the wait
-// goes on until ctx ends.
+// A busy server (429) is not a broken one: the wait goes on until ctx ends,
+// probing less and less often. A cluster-wide list that RBAC forbids (403)
+// says nothing of a cache restricted to namespaces: probing stops there.
 func TestWaitForSyncToleratesABusyServerAndForbiddenLists(t *testing.T) {
 	fastProbes(t)
-	for name, answer := range map[string]error{
-		"429": apierrors.NewTooManyRequests("busy", 1),
-		"403": apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("cluster-wide list")),
+	for name, tc := range map[string]struct {
+		answer   error
+		min, max int // probes in 300 ms
+	}{
+		// 1, 2, 4, ... 256 ms apart: 9 probes (a probe a millisecond, 300).
+		"429": {apierrors.NewTooManyRequests("busy", 1), listProbeFailures, 12},
+		"403": {apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("cluster-wide list")), 1, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			r := &failingReader{err: answer}
-			ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+			r := &failingReader{err: tc.answer}
+			ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 			defer cancel()
 			err := waitForSync(ctx, "c", "*v1.ConfigMap", make(chan struct{}),
 				&listProbe{reader: func() client.Reader { return r }, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
@@ -66,10 +70,27 @@ func TestWaitForSyncToleratesABusyServerAndForbiddenLists(t *testing.T) {
 			if !errors.As(err, &se) || se.Failing || !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("got %v, want the wait to end with ctx", err)
 			}
-			if r.calls < listProbeFailures {
-				t.Errorf("%d probes, want at least %d", r.calls, listProbeFailures)
+			if r.calls < tc.min || r.calls > tc.max {
+				t.Errorf("%d probes, want %d to %d", r.calls, tc.min, tc.max)
 			}
 		})
+	}
+}
+
+// A list that works ends the probing: the watch is slow, not broken, and
+// probing on would load the server when it is slowest.
+func TestWaitForSyncStopsProbingOnceTheListWorks(t *testing.T) {
+	fastProbes(t)
+	r := &failingReader{}
+	synced := make(chan struct{})
+	timer := time.AfterFunc(300*time.Millisecond, func() { close(synced) })
+	defer timer.Stop()
+	if err := waitForSync(context.Background(), "c", "*v1.ConfigMap", synced,
+		&listProbe{reader: func() client.Reader { return r }, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}}); err != nil {
+		t.Fatal(err)
+	}
+	if r.calls != 1 {
+		t.Errorf("%d probes of a list that works, want 1", r.calls)
 	}
 }
 
