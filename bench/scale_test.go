@@ -96,8 +96,7 @@ func BenchmarkScale(b *testing.B) {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			warmGoroutines(16 * n)
 			if idle == nil {
-				measureIdle(b) // opens metricsClient's connection
-				s := measureIdle(b)
+				s := idleBaseline(b)
 				idle = &s
 			}
 			var mcRounds, floorRounds [][]figure

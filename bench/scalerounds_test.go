@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -81,9 +82,34 @@ const idleWaitLimit = 2 * time.Minute
 // watchers go), so without waiting for it a side would pay for the previous
 // one's leftovers: the server's CPU, on the same two cores, and its watch
 // fan-out.
+//
+// It also holds the TCP connections open to the API server: the side that
+// found the previous side's connections still pooled made no TLS handshakes,
+// while a side starting with none makes up to one per cluster (every informer
+// that starts before the first connection is up dials its own; at 2,000
+// clusters, 1.2-2.1 s of the side's 1.7-4.6 s of CPU): each side starts with
+// none of its own.
 type idleState struct {
 	goroutines  int
 	longRunning int
+	connections int
+}
+
+// idleBaseline is the idle state before the first side: metricsClient's
+// connection open, the shared transport's pooled connections (the seed's)
+// closed, read until two readings agree (at most five seconds).
+func idleBaseline(b *testing.B) idleState {
+	last := measureIdle(b) // opens metricsClient's connection
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		closeIdleConnections()
+		time.Sleep(200 * time.Millisecond)
+		now := measureIdle(b)
+		if now == last {
+			break
+		}
+		last = now
+	}
+	return last
 }
 
 // measureIdle reads the idle state now: the API server's long-running
@@ -94,7 +120,42 @@ func measureIdle(b *testing.B) idleState {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return idleState{goroutines: goroutinesBesideConnections(), longRunning: lr}
+	conns, err := apiServerConnections()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return idleState{goroutines: goroutinesBesideConnections(), longRunning: lr, connections: conns}
+}
+
+// apiServerConnections counts the machine's established TCP connections to
+// the API server's port: the process's, metricsClient's included, and the
+// API server's own loopback ones.
+func apiServerConnections() (int, error) {
+	u, err := url.Parse(config().Host)
+	if err != nil {
+		return 0, err
+	}
+	port, err := strconv.Atoi(u.Port())
+	if err != nil {
+		return 0, fmt.Errorf("the API server's port in %q: %w", config().Host, err)
+	}
+	suffix := fmt.Sprintf(":%04X", port)
+	n := 0
+	for _, path := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		body, err := os.ReadFile(path)
+		if err != nil {
+			return 0, err
+		}
+		// "sl local_address rem_address st ...", addresses as HEXIP:HEXPORT,
+		// state 01 for established.
+		for line := range strings.Lines(string(body)) {
+			f := strings.Fields(line)
+			if len(f) > 3 && strings.HasSuffix(f[2], suffix) && f[3] == "01" {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 // goroutinesBesideConnections counts the process's goroutines other than the
@@ -141,20 +202,18 @@ var metricsClient = sync.OnceValues(func() (*http.Client, error) {
 	return rest.HTTPClientFor(cfg)
 })
 
-// waitIdle waits, up to idleWaitLimit, until the goroutines and the API
-// server's long-running requests are back at base or below, closing idle
-// pooled connections meanwhile (their read loops are goroutines too), and
-// logs how long it waited, and what was left if it timed out.
+// waitIdle waits, up to idleWaitLimit, until the goroutines, the API
+// server's long-running requests and the connections to it are back at base
+// or below, closing idle pooled connections meanwhile, and logs how long it
+// waited, and what was left if it timed out.
 func waitIdle(b *testing.B, base idleState, before string) {
 	start := time.Now()
 	deadline := start.Add(idleWaitLimit)
 	// When each was last seen above its baseline, to tell which one the wait
 	// was for.
-	var goroutinesBack, requestsBack time.Duration
+	var goroutinesBack, requestsBack, connectionsBack time.Duration
 	for {
-		if hc, err := rest.HTTPClientFor(config()); err == nil {
-			hc.CloseIdleConnections()
-		}
+		closeIdleConnections()
 		now := measureIdle(b)
 		if now.goroutines > base.goroutines {
 			goroutinesBack = time.Since(start)
@@ -162,15 +221,17 @@ func waitIdle(b *testing.B, base idleState, before string) {
 		if now.longRunning > base.longRunning {
 			requestsBack = time.Since(start)
 		}
-		if now.goroutines <= base.goroutines && now.longRunning <= base.longRunning {
-			b.Logf("before %s: idle after %.1fs (goroutines back after %.1fs, long-running requests after %.1fs; now %d and %d, baseline %d and %d)",
-				before, time.Since(start).Seconds(), goroutinesBack.Seconds(), requestsBack.Seconds(),
-				now.goroutines, now.longRunning, base.goroutines, base.longRunning)
+		if now.connections > base.connections {
+			connectionsBack = time.Since(start)
+		}
+		if now.goroutines <= base.goroutines && now.longRunning <= base.longRunning && now.connections <= base.connections {
+			b.Logf("before %s: idle after %.1fs (back after: goroutines %.1fs, long-running requests %.1fs, connections %.1fs; now %+v, baseline %+v)",
+				before, time.Since(start).Seconds(), goroutinesBack.Seconds(), requestsBack.Seconds(), connectionsBack.Seconds(), now, base)
 			return
 		}
 		if time.Now().After(deadline) {
-			b.Logf("before %s: TIMED OUT after %s waiting for idle: goroutines %d, long-running requests %d; baseline %d and %d; measuring anyway",
-				before, idleWaitLimit, now.goroutines, now.longRunning, base.goroutines, base.longRunning)
+			b.Logf("before %s: TIMED OUT after %s waiting for idle: now %+v, baseline %+v; measuring anyway",
+				before, idleWaitLimit, now, base)
 			return
 		}
 		time.Sleep(100 * time.Millisecond)
