@@ -205,7 +205,7 @@ func closeIdleConnections() {
 // engagement ends. Idle pooled connections to the API server belong to the
 // process-wide transport that every client with these credentials shares;
 // they expire on their own (90s idle timeout) and are closed here where
-// possible. What remains in "goroutines-left" after a large fleet is their
+// possible (see closeIdleConnections). What remains in "goroutines-left" after a large fleet is their
 // HTTP/2 read loops: about one connection per hundred watch streams, gone
 // within the idle timeout (checked: 95s later the count is below baseline).
 func settle(baseline int) (uint64, int) {

@@ -45,9 +45,13 @@ import (
 // sides share the API server and the two cores, so a single pair says little.
 // Before each side starts, the benchmark waits (up to two minutes, logged,
 // and logged as TIMED OUT if it did not come) until the process's goroutines
-// and the API server's long-running requests (apiserver_longrunning_requests,
-// watches mostly) are back at what they were before the first side ran: no
-// side pays for the teardown of the one before it.
+// (HTTP connections' read loops aside), the API server's long-running
+// requests (apiserver_longrunning_requests, watches mostly) and the TCP
+// connections to the API server are back at what they were before the first
+// side ran, idle pooled connections closed: no side pays for the teardown of
+// the one before it, and each starts with no pooled connection, as the first
+// did (see idleState). A connection that the benchmark cannot close is left
+// to the API server's 90 s idle timeout, which the wait then lasts.
 //
 // One line per kind (Scale/clusters=N/multicluster, .../client-go): s/all-
 // reconciled and ms-cpu/cluster (wall time and process CPU on each side from
