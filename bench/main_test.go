@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -54,9 +56,21 @@ func config() *rest.Config {
 var nsCounter atomic.Int32
 
 // seed creates a fresh namespace holding n ConfigMaps and returns its name.
+//
+// The seeding client has a transport of its own, closed when done: on the
+// transport that the measured clients share, its connections would be pooled
+// and spare the first measured side the TLS handshakes that the others make.
 func seed(b *testing.B, n int) string {
 	b.Helper()
-	c, err := client.New(config(), client.Options{})
+	cfg := config()
+	// A config with its own Dial gets a transport outside client-go's cache.
+	cfg.Dial = (&net.Dialer{Timeout: 10 * time.Second}).DialContext
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer utilnet.CloseIdleConnectionsFor(hc.Transport)
+	c, err := client.New(cfg, client.Options{HTTPClient: hc})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -173,21 +187,31 @@ func percentile(d []time.Duration, p float64) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
+// closeIdleConnections closes the idle pooled connections of the transport
+// that client-go shares among the configs with the benchmark server's
+// credentials. The transport comes wrapped in round trippers that do not pass
+// CloseIdleConnections on (http.Client's CloseIdleConnections did nothing:
+// idle connections stayed until the API server's 90 s idle timeout), so it
+// is unwrapped.
+func closeIdleConnections() {
+	if rt, err := rest.TransportFor(config()); err == nil {
+		utilnet.CloseIdleConnectionsFor(rt)
+	}
+}
+
 // settle waits (up to 30s) for the goroutine count to fall back to baseline
 // after clusters were disengaged, and returns the heap and goroutine count.
 // Teardown is asynchronous: informers stop and watch streams close after the
 // engagement ends. Idle pooled connections to the API server belong to the
 // process-wide transport that every client with these credentials shares;
 // they expire on their own (90s idle timeout) and are closed here where
-// possible. What remains in "goroutines-left" after a large fleet is their
+// possible (see closeIdleConnections). What remains in "goroutines-left" after a large fleet is their
 // HTTP/2 read loops: about one connection per hundred watch streams, gone
 // within the idle timeout (checked: 95s later the count is below baseline).
 func settle(baseline int) (uint64, int) {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if hc, err := rest.HTTPClientFor(config()); err == nil {
-			hc.CloseIdleConnections()
-		}
+		closeIdleConnections()
 		heap, g := heapAndGoroutines()
 		if g <= baseline || time.Now().After(deadline) {
 			return heap, g

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,21 +40,45 @@ import (
 // workers from one workqueue with a read of the cluster's informer cache, and
 // no library. Skipped by -short; SCALE_CLUSTERS=N runs N clusters alone.
 //
+// SCALE_ROUNDS=k (default 1) measures each size k times, alternating which
+// side goes first (round 1 the library, round 2 the floor, ...): the two
+// sides share the API server and the two cores, so a single pair says little.
+// Before each side starts, the benchmark waits (up to two minutes, logged,
+// and logged as TIMED OUT if it did not come) until the process's goroutines
+// (HTTP connections' read loops aside), the API server's long-running
+// requests (apiserver_longrunning_requests, watches mostly) and the TCP
+// connections to the API server are back at what they were before the first
+// side ran, idle pooled connections closed: no side pays for the teardown of
+// the one before it, and each starts with no pooled connection, as the first
+// did (see idleState). A connection that the benchmark cannot close is left
+// to the API server's 90 s idle timeout, which the wait then lasts.
+//
 // One line per kind (Scale/clusters=N/multicluster, .../client-go): s/all-
-// reconciled (from start), ms-cpu/cluster (process CPU until then), KB-
+// reconciled and ms-cpu/cluster (wall time and process CPU on each side from
+// before its clients are built, NewCluster's for the library, the clientsets
+// and informers for the floor, until every object is reconciled), KB-
 // heap/cluster and goroutines/cluster (after two GCs, once all are
 // reconciled; the heap counted from before the clusters, or the floor's
 // clients and informers, were built; goroutine descriptors, which the runtime
-// never frees, not counted on either side: see warmGoroutines) and %core-idle (the process's CPU over the next two default probe intervals,
+// never frees, not counted on either side: see warmGoroutines) and
+// %core-idle (the process's CPU over the next two default probe intervals,
 // one core = 100). The multicluster line adds what only the library has:
-// s/readyz (when the "clusters" readyz check first passes), %core-probing (its
-// idle CPU above the floor's: health probes at the default interval, mostly),
-// probes/s, metrics-series (series in controller-runtime's registry added by
-// the fleet), %wall-engine-lock and %wall-fairqueue-lock (time goroutines
-// waited for a lock released in the fleet engine, or in the fair queue, from
-// the mutex profile, summed over the waiting goroutines, as a share of the
-// time to all reconciled; µs-engine-lock/cluster is the same wait per
-// cluster), and the ratios to the floor: time-ratio, cpu-ratio, heap-ratio.
+// s/build (the NewCluster loop, part of s/all-reconciled), s/readyz (when the
+// "clusters" readyz check first passes, from the same start), %core-probing
+// (its idle CPU above the floor's: health probes at the default interval,
+// mostly), probes/s, metrics-series (series in controller-runtime's registry
+// added by the fleet), %wall-engine-lock and %wall-fairqueue-lock (time
+// goroutines waited for a lock released in the fleet engine, or in the fair
+// queue, from the mutex profile, summed over the waiting goroutines, as a
+// share of the time to all reconciled; µs-engine-lock/cluster is the same
+// wait per cluster), and the ratios to the floor: time-ratio, cpu-ratio,
+// heap-ratio. With k > 1 rounds, each round prints its own lines
+// (.../multicluster-roundR and .../client-go-roundR, with that round's
+// ratios), and the multicluster and client-go lines carry the median of each
+// figure over the rounds, the ratios being the median of the rounds' ratios,
+// followed by their min and max (time-ratio-min, time-ratio-max, ...).
+// SCALE_CPUPROFILE=DIR writes a CPU profile of each side of each round, from
+// its start until all are reconciled, as DIR/KIND-N-roundR.cpu.
 func BenchmarkScale(b *testing.B) {
 	sizes := []int{1000, 5000, 10000}
 	if s := os.Getenv("SCALE_CLUSTERS"); s != "" {
@@ -67,26 +92,40 @@ func BenchmarkScale(b *testing.B) {
 	if testing.Short() {
 		b.Skip("10,000 clusters on one API server take minutes; skipped by -short")
 	}
+	rounds := scaleRounds(b)
 	ns := seed(b, objectsPerCluster)
 	defer recordLockWaits()()
+	var idle *idleState // before the first side ran, measured in a size's benchmark (as deep in goroutines as the waits)
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("clusters=%d", n), func(b *testing.B) {
 			warmGoroutines(16 * n)
-			mc := scaleMultiCluster(b, n, ns)
-			floor := scaleFloor(b, n, ns)
-			report(b, "multicluster", append(mc.figures(n),
-				figure{mc.readyz.Seconds(), "s/readyz"},
-				figure{mc.idle - floor.idle, "%core-probing"},
-				figure{mc.probes, "probes/s"},
-				figure{float64(mc.series), "metrics-series"},
-				figure{mc.engineLock, "%wall-engine-lock"},
-				figure{mc.queueLock, "%wall-fairqueue-lock"},
-				figure{mc.engineLockPerCluster, "µs-engine-lock/cluster"},
-				figure{mc.all.Seconds() / floor.all.Seconds(), "time-ratio"},
-				figure{mc.cpu.Seconds() / floor.cpu.Seconds(), "cpu-ratio"},
-				figure{float64(mc.heap) / float64(floor.heap), "heap-ratio"},
-			)...)
-			report(b, "client-go", floor.figures(n)...)
+			if idle == nil {
+				s := idleBaseline(b)
+				idle = &s
+			}
+			var mcRounds, floorRounds [][]figure
+			for r := range rounds {
+				var mc, floor scaleResult
+				sides := []func(){
+					func() { waitIdle(b, *idle, "multicluster"); mc = scaleMultiCluster(b, n, ns, r+1) },
+					func() { waitIdle(b, *idle, "client-go"); floor = scaleFloor(b, n, ns, r+1) },
+				}
+				if r%2 == 1 {
+					slices.Reverse(sides)
+				}
+				for _, side := range sides {
+					side()
+				}
+				mcRounds = append(mcRounds, mc.besideFloor(n, floor))
+				floorRounds = append(floorRounds, floor.figures(n))
+				if rounds > 1 {
+					report(b, fmt.Sprintf("multicluster-round%d", r+1), mcRounds[r]...)
+					report(b, fmt.Sprintf("client-go-round%d", r+1), floorRounds[r]...)
+				}
+			}
+			waitIdle(b, *idle, "what follows") // the next size, or the leak check
+			report(b, "multicluster", medianFigures(mcRounds, rounds > 1)...)
+			report(b, "client-go", medianFigures(floorRounds, false)...)
 		})
 	}
 }
@@ -98,7 +137,7 @@ type scaleResult struct {
 	goroutines int           // goroutines added
 	idle       float64       // % of one core over one probe interval after all
 
-	readyz                time.Duration
+	build, readyz         time.Duration
 	probes                float64 // per second, while idle
 	series                int
 	engineLock, queueLock float64 // % of all
@@ -115,7 +154,25 @@ func (r scaleResult) figures(n int) []figure {
 	}
 }
 
-func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
+// besideFloor is the multicluster line's figures: r's, what only the library
+// has, and the ratios to floor, measured in the same round.
+func (r scaleResult) besideFloor(n int, floor scaleResult) []figure {
+	return append(r.figures(n),
+		figure{r.build.Seconds(), "s/build"},
+		figure{r.readyz.Seconds(), "s/readyz"},
+		figure{r.idle - floor.idle, "%core-probing"},
+		figure{r.probes, "probes/s"},
+		figure{float64(r.series), "metrics-series"},
+		figure{r.engineLock, "%wall-engine-lock"},
+		figure{r.queueLock, "%wall-fairqueue-lock"},
+		figure{r.engineLockPerCluster, "µs-engine-lock/cluster"},
+		figure{r.all.Seconds() / floor.all.Seconds(), "time-ratio"},
+		figure{r.cpu.Seconds() / floor.cpu.Seconds(), "cpu-ratio"},
+		figure{float64(r.heap) / float64(floor.heap), "heap-ratio"},
+	)
+}
+
+func scaleMultiCluster(b *testing.B, n int, ns string, round int) scaleResult {
 	p := clustersprovider.New()
 	mgr := newManager(b, p)
 	counter := &fleetCounter{first: map[string]time.Time{}}
@@ -130,6 +187,11 @@ func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 	// the library's too.
 	heap0, _ := heapAndGoroutines()
 	writeProfiles(b, fmt.Sprintf("multicluster-%d-start", n))
+	// Time and CPU count from here, building the clusters included, as the
+	// floor's count building its clientsets and informers.
+	stopProfile := cpuProfile(b, fmt.Sprintf("multicluster-%d-round%d", n, round))
+	defer stopProfile()
+	begin, cpu0 := time.Now(), processCPU()
 	for i := range n {
 		cl, err := pkgclusters.NewCluster(config(), inNamespace(ns))
 		if err != nil {
@@ -140,15 +202,12 @@ func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 			b.Fatal(err)
 		}
 	}
+	build := time.Since(begin)
 	series0 := seriesCount(b)
 	lock0 := lockWaits(b)
-	_, g0 := heapAndGoroutines()
-	begin, cpu0 := time.Now(), processCPU()
+	g0 := runtime.NumGoroutine()
 	stop := run(b, mgr)
-	defer func() {
-		stop()
-		settle(g0)
-	}()
+	defer stop() // the next side, or the next size, waits for the teardown
 	var readyz atomic.Int64
 	go func() {
 		for eng.Ready(nil) != nil {
@@ -160,7 +219,8 @@ func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 	if !pollLong(func() bool { return counter.total.Load() >= want }) {
 		b.Fatalf("timed out waiting for every reconcile: %d of %d; %s", counter.total.Load(), want, unreconciled(eng, counter))
 	}
-	r := scaleResult{all: time.Since(begin), cpu: processCPU() - cpu0}
+	r := scaleResult{all: time.Since(begin), cpu: processCPU() - cpu0, build: build}
+	stopProfile()
 	lock1 := lockWaits(b)
 	r.engineLock = 100 * (lock1.engine - lock0.engine).Seconds() / r.all.Seconds()
 	r.queueLock = 100 * (lock1.queue - lock0.queue).Seconds() / r.all.Seconds()
@@ -182,7 +242,7 @@ func scaleMultiCluster(b *testing.B, n int, ns string) scaleResult {
 // fields stripped as controller-runtime's cache does), started all at once
 // and reconciled by 16 workers from one workqueue, each reading the object
 // from its cluster's informer cache.
-func scaleFloor(b *testing.B, n int, ns string) scaleResult {
+func scaleFloor(b *testing.B, n int, ns string, round int) scaleResult {
 	type key struct {
 		cluster int
 		types.NamespacedName
@@ -190,6 +250,8 @@ func scaleFloor(b *testing.B, n int, ns string) scaleResult {
 	var done atomic.Int64
 	heap0, g0 := heapAndGoroutines()
 	writeProfiles(b, fmt.Sprintf("client-go-%d-start", n))
+	stopProfile := cpuProfile(b, fmt.Sprintf("client-go-%d-round%d", n, round))
+	defer stopProfile()
 	begin, cpu0 := time.Now(), processCPU()
 	ctx, cancel := context.WithCancel(context.Background())
 	q := workqueue.NewTyped[key]()
@@ -244,11 +306,11 @@ func scaleFloor(b *testing.B, n int, ns string) scaleResult {
 		cancel()
 		q.ShutDown()
 		workers.Wait()
-		settle(g0)
 	}()
 	want := int64(n * objectsPerCluster)
 	waitForLong(b, "every reconcile", func() bool { return done.Load() >= want })
 	r := scaleResult{all: time.Since(begin), cpu: processCPU() - cpu0}
+	stopProfile()
 	heap1, g1 := heapAndGoroutines()
 	r.heap, r.goroutines = int64(heap1)-int64(heap0), g1-g0
 	writeProfiles(b, fmt.Sprintf("client-go-%d", n))

@@ -59,3 +59,33 @@ func TestTicks(t *testing.T) {
 		}
 	}
 }
+
+// With SCALE_ROUNDS, BenchmarkScale prints each round's lines beside the
+// median lines: the plot draws the medians only.
+func TestScaleRoundLinesAreNotPlotted(t *testing.T) {
+	rs, err := parse(strings.NewReader(strings.Join([]string{
+		"BenchmarkScale/clusters=2000/multicluster-round1-2 1 1 ns/op 7.5 s/all-reconciled",
+		"BenchmarkScale/clusters=2000/client-go-round1-2 1 1 ns/op 6.5 s/all-reconciled",
+		"BenchmarkScale/clusters=2000/multicluster-2 1 1 ns/op 5.25 s/all-reconciled",
+		"BenchmarkScale/clusters=2000/client-go-2 1 1 ns/op 3.75 s/all-reconciled",
+	}, "\n")))
+	if err != nil || len(rs) != 4 || rs[0].param != "clusters=2000/multicluster-round1" {
+		t.Fatalf("parse = %+v, %v", rs, err)
+	}
+	var p plot
+	for _, p = range Plots {
+		if p.file == "scale-all-reconciled" {
+			break
+		}
+	}
+	svg, ok := draw(p, []run1{{results: rs}})
+	if !ok {
+		t.Fatal("no plot")
+	}
+	if !strings.Contains(svg, ">5.25<") || !strings.Contains(svg, ">3.75<") {
+		t.Error("the plot lacks the medians")
+	}
+	if strings.Contains(svg, ">7.5<") || strings.Contains(svg, ">6.5<") || strings.Contains(svg, "round") {
+		t.Error("the plot has a round's line")
+	}
+}
