@@ -34,6 +34,9 @@ import (
 //   - Every request except long-running ones is bounded by
 //     DefaultRequestTimeout (WithRequestTimeout changes it), so that a member
 //     that never answers cannot hold a reconcile for long.
+//   - Clusters that share client-go's transport (one API server, one TLS
+//     configuration) open their first connection to it once, not once per
+//     request waiting for it (see connGate).
 //   - What a member of a large fleet seldom uses is built on first use: the
 //     uncached API reader (GetAPIReader) and the event recorders with their
 //     broadcasters. cluster.New builds both for every cluster, about 4 KB of
@@ -56,7 +59,7 @@ func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, erro
 	if next == nil {
 		next = http.DefaultTransport
 	}
-	httpClient.Transport = &boundedTransport{next: next, timeout: DefaultRequestTimeout}
+	httpClient.Transport = &boundedTransport{next: next, timeout: DefaultRequestTimeout, gate: connGateFor(next, cfg.Host)}
 
 	var handle *sharedMapper
 	o := cluster.Options{

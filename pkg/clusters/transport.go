@@ -81,6 +81,7 @@ type boundedTransport struct {
 	next    http.RoundTripper
 	timeout time.Duration
 	limiter flowcontrol.RateLimiter
+	gate    *connGate // nil: not a shared pooled transport
 }
 
 var _ http.RoundTripper = &boundedTransport{}
@@ -89,6 +90,17 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if t.limiter != nil {
 		if err := t.limiter.Wait(req.Context()); err != nil {
 			return nil, err
+		}
+	}
+	if g := t.gate; g != nil && !g.open.Load() {
+		first, err := g.enter(req.Context())
+		if err != nil {
+			return nil, err
+		}
+		if first {
+			// Opened once connected, or once the request failed to connect.
+			defer g.release()
+			req = g.traced(req)
 		}
 	}
 	if t.timeout <= 0 || longRunning(req) {

@@ -1,0 +1,105 @@
+package clusters_test
+
+import (
+	"context"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+)
+
+// http2Server is a TLS server speaking HTTP/2 that counts the connections
+// made to it.
+func http2Server(t *testing.T) (*rest.Config, *atomic.Int32) {
+	t.Helper()
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok"))
+	}))
+	srv.EnableHTTP2 = true
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	return &rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}}, &conns
+}
+
+// Clusters of one server and TLS configuration share client-go's transport:
+// their first requests, all at once, open one connection, not one each.
+func TestClustersOfOneServerConnectOnce(t *testing.T) {
+	cfg, conns := http2Server(t)
+	const n = 50
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for range n {
+		cl, err := clusters.NewCluster(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := cl.GetHTTPClient()
+		wg.Go(func() {
+			<-start
+			req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, cfg.Host+"/readyz", nil)
+			resp, err := hc.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			_ = resp.Body.Close()
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if got := conns.Load(); got != 1 {
+		t.Fatalf("%d clusters of one server opened %d connections, want 1", n, got)
+	}
+}
+
+// A first request that cannot connect opens the gate too: the requests held
+// behind it go on and fail on their own, none waits for good.
+func TestClustersOfAnUnreachableServerAreNotHeldBack(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // connections are refused
+	cfg := &rest.Config{Host: "https://" + addr, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	const n = 20
+	var wg sync.WaitGroup
+	var failed atomic.Int32
+	for range n {
+		cl, err := clusters.NewCluster(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hc := cl.GetHTTPClient()
+		wg.Go(func() {
+			if resp, err := hc.Get(cfg.Host + "/readyz"); err == nil {
+				_ = resp.Body.Close()
+			} else {
+				failed.Add(1)
+			}
+		})
+	}
+	wg.Wait() // a request held for good would hang here until the test's timeout
+	if failed.Load() != n {
+		t.Fatalf("%d of %d requests to a refused port failed", failed.Load(), n)
+	}
+}
