@@ -37,3 +37,9 @@ func NewProbe(ctx context.Context, cl cluster.Cluster) (probe func() error, stop
 		return nil
 	}, p.close
 }
+
+// Running is the count of clusters the probe budget is shared between.
+func (e *Engine) Running() int { return int(e.running.Load()) }
+
+// RunsHere reports whether the budget counts a cluster in state s.
+func RunsHere(s State) bool { return runsHere(s) }

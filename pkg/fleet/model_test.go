@@ -40,6 +40,7 @@ import (
 //   - a cluster the engine runs is engaged only while it runs: started once
 //     (a cache cannot start twice) and not stopped; a pre-built cluster
 //     stopped when it was handed away is not engaged again;
+//   - the probe budget's count of clusters running here matches the records;
 //   - at the end nothing is left: no record, no fence, no running cluster.
 //
 // A failing seed prints itself, with the schedule's last steps and the
@@ -215,6 +216,16 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	quiet := func(step int) error {
 		if v := fences.violations.Load(); v != nil {
 			return fmt.Errorf("step %d: %s", step, v)
+		}
+		// The probe budget's divisor counts the clusters this replica runs.
+		runningHere := 0
+		for _, st := range e.Clusters() {
+			if fleet.RunsHere(st.State) {
+				runningHere++
+			}
+		}
+		if got := e.Running(); got != runningHere {
+			return fmt.Errorf("step %d: the engine counts %d clusters running here, its records say %d", step, got, runningHere)
 		}
 		for _, name := range names {
 			src := model[name]

@@ -41,8 +41,9 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // list with backoff and only logs the errors, so a list that fails would show
 // only when CacheSyncTimeout runs out. After listProbeDelay without sync, the
 // type is listed directly (one object, metadata only), and again every
-// listProbeInterval while the list fails; listProbeFailures failures in a row
-// fail the wait with the server's answer.
+// listProbeInterval while the server refuses it (a 4xx: the type is not
+// served, the credentials are not accepted, the request is invalid);
+// listProbeFailures refusals in a row fail the wait with the server's answer.
 //
 // A list that works ends the probing: the watch is only slow (a large list,
 // a busy server), and probing on would add a list per second per watch to
@@ -51,9 +52,13 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // probe lists across the cluster, which an identity whose cache is
 // restricted to namespaces may not do although its informers may, so it
 // cannot tell; a watch that RBAC refuses fails at CacheSyncTimeout. A probe
-// that gets no answer within listProbeTimeout, or is told to come back later
-// (429, timeouts), is not a failure either: the next one waits twice as long,
-// up to listProbeMaxInterval.
+// that gets no answer within listProbeTimeout, is told to come back later
+// (429, timeouts), gets a 5xx or loses its connection is not a failure
+// either: the next one waits twice as long, up to listProbeMaxInterval. (A
+// list that fails with a 5xx for good, say a conversion webhook that is
+// down, fails at CacheSyncTimeout: under load, an API server answers 5xx
+// to many lists that succeed on the informer's next try, and refusing those
+// clusters' engagements restarts their informers.)
 var (
 	listProbeDelay       = time.Second
 	listProbeInterval    = time.Second
@@ -91,11 +96,15 @@ func (p listProbe) list(ctx context.Context) (listVerdict, error) {
 	ctx, cancel := context.WithTimeout(ctx, listProbeTimeout)
 	defer cancel()
 	err = p.reader().List(ctx, list, client.Limit(1))
+	var status apierrors.APIStatus
 	switch {
 	case err == nil, apierrors.IsForbidden(err):
 		return listWorks, err
-	case errors.Is(ctx.Err(), context.DeadlineExceeded),
-		apierrors.IsTooManyRequests(err), apierrors.IsServerTimeout(err), apierrors.IsTimeout(err):
+	case errors.Is(ctx.Err(), context.DeadlineExceeded), !errors.As(err, &status),
+		apierrors.IsTooManyRequests(err), apierrors.IsTimeout(err), status.Status().Code >= 500:
+		// No answer, an answer that never came whole (the connection, not
+		// the list), or the server in trouble: informers retry through
+		// these, and an overloaded server gives them by the thousand.
 		return listBusy, err
 	}
 	return listFails, err

@@ -30,11 +30,12 @@ func fastProbes(t *testing.T) {
 	t.Cleanup(func() { listProbeDelay, listProbeInterval = delay, interval })
 }
 
-// A list that keeps failing fails the wait, with the server's answer and the
-// type, after listProbeFailures probes.
+// A list the server keeps refusing (a type it does not serve) fails the
+// wait, with the server's answer and the type, after listProbeFailures
+// probes.
 func TestWaitForSyncFailsOnAFailingList(t *testing.T) {
 	fastProbes(t)
-	boom := apierrors.NewInternalError(errors.New("boom"))
+	boom := apierrors.NewNotFound(corev1.Resource("configmaps"), "")
 	r := &failingReader{err: boom}
 	err := waitForSync(context.Background(), "c", "*v1.ConfigMap", make(chan struct{}),
 		&listProbe{reader: func() client.Reader { return r }, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
@@ -47,7 +48,7 @@ func TestWaitForSyncFailsOnAFailingList(t *testing.T) {
 	}
 }
 
-// A busy server (429) is not a broken one: the wait goes on until ctx ends,
+// A busy server (429, 5xx, lost connections) is not a broken one: the wait goes on until ctx ends,
 // probing less and less often. A cluster-wide list that RBAC forbids (403)
 // says nothing of a cache restricted to namespaces: probing stops there.
 func TestWaitForSyncToleratesABusyServerAndForbiddenLists(t *testing.T) {
@@ -58,7 +59,12 @@ func TestWaitForSyncToleratesABusyServerAndForbiddenLists(t *testing.T) {
 	}{
 		// 1, 2, 4, ... 256 ms apart: 9 probes (a probe a millisecond, 300).
 		"429": {apierrors.NewTooManyRequests("busy", 1), listProbeFailures, 12},
-		"403": {apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("cluster-wide list")), 1, 1},
+		// An overloaded server's 5xx, and a connection lost on the way, are
+		// not the list failing: informers get through them.
+		"500":             {apierrors.NewInternalError(errors.New("etcdserver: request timed out")), listProbeFailures, 12},
+		"503":             {apierrors.NewServiceUnavailable("overloaded"), listProbeFailures, 12},
+		"connection lost": {errors.New("http2: client connection lost"), listProbeFailures, 12},
+		"403":             {apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("cluster-wide list")), 1, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := &failingReader{err: tc.answer}
