@@ -42,8 +42,9 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // only when CacheSyncTimeout runs out. After listProbeDelay without sync, the
 // type is listed directly (one object, metadata only), and again every
 // listProbeInterval while the server refuses it (a 4xx: the type is not
-// served, the credentials are not accepted, the request is invalid);
-// listProbeFailures refusals in a row fail the wait with the server's answer.
+// served, the credentials are not accepted, the request is invalid), or
+// after 1, 2, 4... intervals while it fails it (a 5xx other than 503);
+// listProbeFailures of these in a row fail the wait with the server's answer.
 //
 // A list that works ends the probing: the watch is only slow (a large list,
 // a busy server), and probing on would add a list per second per watch to
@@ -53,12 +54,12 @@ func (e *SyncError) Unwrap() error { return e.Err }
 // restricted to namespaces may not do although its informers may, so it
 // cannot tell; a watch that RBAC refuses fails at CacheSyncTimeout. A probe
 // that gets no answer within listProbeTimeout, is told to come back later
-// (429, timeouts), gets a 5xx or loses its connection is not a failure
-// either: the next one waits twice as long, up to listProbeMaxInterval. (A
-// list that fails with a 5xx for good, say a conversion webhook that is
-// down, fails at CacheSyncTimeout: under load, an API server answers 5xx
-// to many lists that succeed on the informer's next try, and refusing those
-// clusters' engagements restarts their informers.)
+// (429, 503, timeouts) or loses its connection is not a failure either: the
+// next one waits twice as long, up to listProbeMaxInterval. Under load an
+// API server gives such answers to many lists that succeed on the
+// informer's next try, and refusing those clusters' engagements restarts
+// their informers: 10,000 clusters starting on one server had about 1,000
+// engagements refused a run.
 var (
 	listProbeDelay       = time.Second
 	listProbeInterval    = time.Second
@@ -71,9 +72,10 @@ var (
 type listVerdict int
 
 const (
-	listFails listVerdict = iota // the server refused the list: count it
-	listWorks                    // the list works, or the probe cannot tell (403): stop probing
-	listBusy                     // no answer, or come back later: probe again, later
+	listFails       listVerdict = iota // the server refused the list (4xx): count it
+	listServerFails                    // the server failed the list (5xx): count it, probe again later
+	listWorks                          // the list works, or the probe cannot tell (403): stop probing
+	listBusy                           // no answer, or come back later: probe again, later
 )
 
 // listProbe lists one object of obj's type directly from the API server.
@@ -101,11 +103,15 @@ func (p listProbe) list(ctx context.Context) (listVerdict, error) {
 	case err == nil, apierrors.IsForbidden(err):
 		return listWorks, err
 	case errors.Is(ctx.Err(), context.DeadlineExceeded), !errors.As(err, &status),
-		apierrors.IsTooManyRequests(err), apierrors.IsTimeout(err), status.Status().Code >= 500:
+		apierrors.IsTooManyRequests(err), apierrors.IsTimeout(err), apierrors.IsServerTimeout(err),
+		apierrors.IsServiceUnavailable(err):
 		// No answer, an answer that never came whole (the connection, not
-		// the list), or the server in trouble: informers retry through
-		// these, and an overloaded server gives them by the thousand.
+		// the list), or the server saying it is busy: informers retry
+		// through these, and an overloaded server gives them by the
+		// thousand.
 		return listBusy, err
+	case status.Status().Code >= 500:
+		return listServerFails, err
 	}
 	return listFails, err
 }
@@ -145,6 +151,12 @@ func waitForSync(ctx context.Context, name multicluster.ClusterName, typ string,
 					return &SyncError{Cluster: name, Type: typ, Failing: true, Err: err}
 				}
 				interval = listProbeInterval
+				if verdict == listServerFails {
+					// 1, 2, 4 s: a list that fails for good is still
+					// reported within seconds, while one an overloaded
+					// server failed has time to succeed.
+					interval = listProbeInterval << (failures - 1)
+				}
 			}
 			t.Reset(interval)
 		}

@@ -48,7 +48,7 @@ func TestWaitForSyncFailsOnAFailingList(t *testing.T) {
 	}
 }
 
-// A busy server (429, 5xx, lost connections) is not a broken one: the wait goes on until ctx ends,
+// A busy server (429, 503, lost connections) is not a broken one: the wait goes on until ctx ends,
 // probing less and less often. A cluster-wide list that RBAC forbids (403)
 // says nothing of a cache restricted to namespaces: probing stops there.
 func TestWaitForSyncToleratesABusyServerAndForbiddenLists(t *testing.T) {
@@ -59,9 +59,8 @@ func TestWaitForSyncToleratesABusyServerAndForbiddenLists(t *testing.T) {
 	}{
 		// 1, 2, 4, ... 256 ms apart: 9 probes (a probe a millisecond, 300).
 		"429": {apierrors.NewTooManyRequests("busy", 1), listProbeFailures, 12},
-		// An overloaded server's 5xx, and a connection lost on the way, are
+		// An overloaded server's 503, and a connection lost on the way, are
 		// not the list failing: informers get through them.
-		"500":             {apierrors.NewInternalError(errors.New("etcdserver: request timed out")), listProbeFailures, 12},
 		"503":             {apierrors.NewServiceUnavailable("overloaded"), listProbeFailures, 12},
 		"connection lost": {errors.New("http2: client connection lost"), listProbeFailures, 12},
 		"403":             {apierrors.NewForbidden(corev1.Resource("configmaps"), "", errors.New("cluster-wide list")), 1, 1},
@@ -110,5 +109,28 @@ func TestWaitForSyncReturnsWhenSynced(t *testing.T) {
 	}
 	if r.calls != 0 {
 		t.Errorf("%d probes of a synced watch", r.calls)
+	}
+}
+
+// A list the server fails (500) fails the wait too, but is probed 1, 2 and
+// 4 intervals apart: one that an overloaded server failed has time to
+// succeed, one that fails for good is reported within seconds.
+func TestWaitForSyncFailsOnAServerFailingTheListAfterBackingOff(t *testing.T) {
+	fastProbes(t)
+	boom := apierrors.NewInternalError(errors.New("conversion webhook unavailable"))
+	r := &failingReader{err: boom}
+	start := time.Now()
+	err := waitForSync(context.Background(), "c", "*v1.ConfigMap", make(chan struct{}),
+		&listProbe{reader: func() client.Reader { return r }, scheme: scheme.Scheme, obj: &corev1.ConfigMap{}})
+	var se *SyncError
+	if !errors.As(err, &se) || !se.Failing || !errors.Is(err, boom) {
+		t.Fatalf("got %v, want a failing SyncError wrapping the server's answer", err)
+	}
+	if r.calls != listProbeFailures {
+		t.Errorf("failed after %d probes, want %d", r.calls, listProbeFailures)
+	}
+	// Delay, then 1 and 2 intervals of 1 ms: at least 4 ms.
+	if took := time.Since(start); took < 4*time.Millisecond {
+		t.Errorf("three probes within %s: not backed off", took)
 	}
 }
