@@ -44,6 +44,17 @@ if has_bins "$dest"; then
 fi
 
 mkdir -p "$base"
+# One build at a time: concurrent runs (test packages, several checkouts) wait
+# for the first and use its binaries, rather than each compiling its own copy.
+if command -v flock >/dev/null 2>&1; then
+  exec 9>"$base/.lock"
+  log "waiting for another run building the binaries, if any"
+  flock 9
+  if has_bins "$dest"; then
+    printf '%s\n' "$dest"
+    exit 0
+  fi
+fi
 work="$(mktemp -d "$base/.build-XXXXXX")"
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 

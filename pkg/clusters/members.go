@@ -68,16 +68,11 @@ func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.
 	}
 	context.AfterFunc(ctx, func() {
 		m.mu.Lock()
-		names := make([]multicluster.ClusterName, 0, len(m.hashes))
+		defer m.mu.Unlock()
 		for name := range m.hashes {
-			names = append(names, name)
+			m.pub.RemoveMember(name)
 		}
 		m.hashes = map[multicluster.ClusterName]string{}
-		pub := m.pub
-		m.mu.Unlock()
-		for _, name := range names {
-			pub.RemoveMember(name)
-		}
 	})
 }
 
@@ -105,19 +100,20 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 // hears of every failed attempt and, with nil, of the engagement. An unchanged
 // hash does nothing; otherwise a new cluster is built and replaces the running
 // one once it is engaged.
+//
+// Set and Remove reach the engine in the order they were called (under the
+// members' lock): what the provider decided last for a name is what the
+// engine holds.
 func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.ctx == nil || m.ctx.Err() != nil {
-		m.mu.Unlock()
 		return
 	}
 	if old, ok := m.hashes[name]; ok && old == hash {
-		m.mu.Unlock()
 		return
 	}
 	m.hashes[name] = hash
-	pub := m.pub
-	m.mu.Unlock()
 
 	cfg = rest.CopyConfig(cfg)
 	member := fleet.Member{
@@ -131,32 +127,28 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	if m.Refresh != nil {
 		member.Refresh = func() { m.Refresh(name) }
 	}
-	pub.SetMember(member)
+	m.pub.SetMember(member)
 }
 
 // SetCluster wants name to run the pre-built cluster cl: the engine starts it
 // unless the application already did, and never rebuilds it.
 func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, report func(error)) {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.ctx == nil || m.ctx.Err() != nil {
-		m.mu.Unlock()
 		return
 	}
 	hash := fmt.Sprintf("%p", cl)
 	if old, ok := m.hashes[name]; ok && old == hash {
-		m.mu.Unlock()
 		return
 	}
 	m.hashes[name] = hash
-	indexes := slices.Clone(m.indexes)
-	pub := m.pub
-	m.mu.Unlock()
-	for _, idx := range indexes {
+	for _, idx := range m.indexes {
 		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
 			m.log.Error(err, "Failed to index cluster", "cluster", name)
 		}
 	}
-	pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
+	m.pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
 }
 
 // build probes the server, builds the cluster and applies every index
@@ -184,12 +176,11 @@ func (m *Members) build(ctx context.Context, cfg *rest.Config) (cluster.Cluster,
 // whether name was wanted.
 func (m *Members) Remove(name multicluster.ClusterName) bool {
 	m.mu.Lock()
+	defer m.mu.Unlock()
 	_, ok := m.hashes[name]
 	delete(m.hashes, name)
-	pub := m.pub
-	m.mu.Unlock()
 	if ok {
-		pub.RemoveMember(name)
+		m.pub.RemoveMember(name)
 	}
 	return ok
 }

@@ -106,7 +106,7 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 			return c.notEngaged(req), nil
 		}
 		// The engine holds the cluster's fence until this reconcile returned.
-		held, ok := c.hold(req.Cluster())
+		held, ok := c.hold(engaged, req.Cluster())
 		if !ok {
 			return c.notEngaged(req), nil
 		}

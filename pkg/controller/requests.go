@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -157,21 +158,14 @@ func (c *mcController[request]) stopping() bool {
 }
 
 // hold marks a reconcile against the cluster in flight with the fleet engine,
-// so that the cluster's fence waits for it; ok is false when the engine knows
-// the cluster but does not run it here. The host, and clusters engaged with
-// this controller by something other than the engine, need no hold.
-func (c *mcController[request]) hold(name multicluster.ClusterName) (done func(), ok bool) {
+// so that the cluster's fence waits for it; ok is false when the reconcile
+// must not run (see fleet.Engine.Hold). The host needs no hold.
+func (c *mcController[request]) hold(engagement context.Context, name multicluster.ClusterName) (done func(), ok bool) {
 	if c.fleet == nil || name == "" {
 		return func() {}, true
 	}
-	_, done, ok = c.fleet.Hold(name)
-	if ok {
-		return done, true
-	}
-	if _, known := c.fleet.State(name); known {
-		return nil, false
-	}
-	return func() {}, true
+	_, done, ok = c.fleet.Hold(engagement, name)
+	return done, ok
 }
 
 // disengagedDuring handles a request whose cluster's engagement ended while

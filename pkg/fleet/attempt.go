@@ -83,11 +83,21 @@ func (e *Engine) attemptLocked(rec *record) {
 	if rec.fence != nil {
 		parent = rec.fence
 	}
+	rec.attempting = gen
 	e.wg.Go(func() { e.attempt(rec, gen, mp, m, parent) })
+}
+
+// attemptEnded notes that the attempt of gen is no longer on its way.
+func (e *Engine) attemptEnded(rec *record, gen uint64) {
+	defer e.lockRecord(rec)()
+	if rec.attempting == gen {
+		rec.attempting = 0
+	}
 }
 
 // attempt builds, starts and syncs one instance of a member, then engages it.
 func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent context.Context) {
+	defer e.attemptEnded(rec, gen)
 	in, err := e.start(rec, gen, mp, m, parent)
 	if err == nil {
 		unlock := e.lockRecord(rec)

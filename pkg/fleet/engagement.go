@@ -209,7 +209,7 @@ func (e *Engine) engage(rec *record, gen uint64, in *instance) error {
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "engaging")
 	}
-	in.eng, in.disengage = context.WithCancel(in.run)
+	in.eng, in.disengage = context.WithCancel(context.WithValue(in.run, engagedBy{}, e))
 	rec.engaging = in
 	subs := e.subs[:len(e.subs):len(e.subs)]
 	unlock()
@@ -336,10 +336,34 @@ func (e *Engine) teardown(name multicluster.ClusterName, in *instance, why strin
 }
 
 // Hold marks a reconcile against name in flight: the cluster's fence is not
-// released before done is called (bounded by Options.DrainTimeout). It returns
-// the engagement's context, which ends when the cluster is disengaged; ok is
-// false if name is not engaged (or being engaged) on this replica.
-func (e *Engine) Hold(name multicluster.ClusterName) (engaged context.Context, done func(), ok bool) {
+// released before done is called (bounded by Options.DrainTimeout).
+// engagement is the context the reconciling subscriber was engaged with. It
+// returns the engagement's context, which ends when the cluster is
+// disengaged; ok is false if the reconcile must not run: the engine knows
+// name but does not run it here. A cluster the engine does not know (the
+// host, or a cluster engaged with the subscriber by something else) needs no
+// hold.
+//
+// A reconcile of a cluster this engine engaged never runs unheld: once the
+// engine let go of it (removed, handed away, disconnected, stopped), even a
+// name it has forgotten since, ok is false and the request is dropped.
+func (e *Engine) Hold(engagement context.Context, name multicluster.ClusterName) (engaged context.Context, done func(), ok bool) {
+	if engaged, done, ok := e.hold(name); ok {
+		return engaged, done, true
+	}
+	if engagement != nil && engagement.Value(engagedBy{}) == e {
+		return nil, nil, false
+	}
+	if _, known := e.State(name); known {
+		return nil, nil, false
+	}
+	return engagement, func() {}, true
+}
+
+// engagedBy is the key of the engine's value in every engagement's context.
+type engagedBy struct{}
+
+func (e *Engine) hold(name multicluster.ClusterName) (engaged context.Context, done func(), ok bool) {
 	e.mu.RLock()
 	defer e.mu.RUnlock()
 	rec, ok := e.records.get(name)

@@ -415,16 +415,20 @@ func (e *Engine) Start(ctx context.Context) error {
 	var releases []func()
 	e.closing = true
 	for rec := range e.records.all() {
-		rec.gen++ // attempts in flight give up
+		// Every record leaves with its instances, in one step under the
+		// exclusive lock: a reader (a reconcile still draining asks for its
+		// cluster) never finds a record engaged without an instance.
 		e.notifyLocked(rec, nil, multicluster.WithCluster(rec.name, errors.New("the fleet engine stopped")))
 		stop = append(stop, rec.takeInstances()...)
-		if rec.retry != nil {
-			rec.retry.Stop()
-		}
 		if rec.releaseFence != nil {
 			releases = append(releases, rec.releaseFence)
 			rec.fence, rec.releaseFence = nil, nil
 		}
+		if rec.owner != nil {
+			rec.owner.stop()
+			rec.owner = nil
+		}
+		e.forgetLocked(rec, "the fleet engine stopped") // attempts in flight give up
 	}
 	e.mu.Unlock()
 	for _, in := range stop {

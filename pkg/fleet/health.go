@@ -168,6 +168,9 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	case res == probeOK && rec.state == StateDisconnected:
 		rec.failures = 0
 		e.probes.schedule(rec, now.Add(e.probeInterval()))
+		if rec.attempting != 0 {
+			break // on its way back: a healthy answer never cancels it
+		}
 		e.log.Info("Cluster answers again", "cluster", rec.name)
 		e.reconnectLocked(rec)
 	case res == probeOK:
@@ -255,7 +258,9 @@ func (e *Engine) reconnectLocked(rec *record) {
 	rec.cur = again
 	// Reconciles that held the instance before the outage may still run.
 	rec.keepWhileHeld(in)
+	rec.attempting = gen
 	e.wg.Go(func() {
+		defer e.attemptEnded(rec, gen)
 		if err := e.engage(rec, gen, again); err != nil {
 			e.log.Error(err, "Failed to engage a cluster again after it recovered", "cluster", rec.name)
 		}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,6 +87,7 @@ type fakeCluster struct {
 	refuse          atomic.Bool // its next engagement is refused
 	starts          atomic.Int32
 	stopped         atomic.Bool
+	answers         *answers // how its /readyz answers; nil: it has no client
 }
 
 func (f *fakeCluster) refuseEngagement() bool { return f.refuse.CompareAndSwap(true, false) }
@@ -97,9 +99,23 @@ type syncedCache struct{ cache.Cache }
 
 func (syncedCache) WaitForCacheSync(context.Context) bool { return true }
 
-func (f *fakeCluster) GetCache() cache.Cache       { return syncedCache{} }
-func (f *fakeCluster) GetHTTPClient() *http.Client { return nil }
-func (f *fakeCluster) GetConfig() *rest.Config     { return nil }
+func (f *fakeCluster) GetCache() cache.Cache { return syncedCache{} }
+
+// GetHTTPClient and GetConfig are what a probe uses: the model decides how
+// the cluster answers (see answers).
+func (f *fakeCluster) GetHTTPClient() *http.Client {
+	if f.answers == nil {
+		return nil
+	}
+	return &http.Client{Transport: f.answers}
+}
+
+func (f *fakeCluster) GetConfig() *rest.Config {
+	if f.answers == nil {
+		return nil
+	}
+	return &rest.Config{Host: "https://" + f.name}
+}
 func (f *fakeCluster) Start(ctx context.Context) error {
 	if f.fail {
 		return errors.New("start failed")
@@ -112,6 +128,62 @@ func (f *fakeCluster) Start(ctx context.Context) error {
 	<-ctx.Done()
 	f.stopped.Store(true)
 	return nil
+}
+
+// answer is how a cluster's /readyz answers the engine's probes.
+type answer int32
+
+const (
+	answerHealthy      answer = iota
+	answerFailing             // 500
+	answerUnauthorized        // 401: the engine asks for fresh credentials
+	answerSlow                // healthy, after a delay around the probe timeout
+)
+
+func (a answer) String() string {
+	return [...]string{"healthy", "failing", "unauthorized", "slow"}[a]
+}
+
+// answers is the model's API server for every cluster: how each name's
+// /readyz answers now. It is a RoundTripper, so that the engine's probes take
+// their real path through the probe workers.
+type answers struct {
+	mu      sync.Mutex
+	by      map[string]answer
+	slow    time.Duration // the delay of a slow answer
+	refresh atomic.Int32  // Member.Refresh calls
+}
+
+func (a *answers) set(name string, ans answer) {
+	a.mu.Lock()
+	a.by[name] = ans
+	a.mu.Unlock()
+}
+
+func (a *answers) healAll() {
+	a.mu.Lock()
+	clear(a.by)
+	a.mu.Unlock()
+}
+
+func (a *answers) RoundTrip(req *http.Request) (*http.Response, error) {
+	a.mu.Lock()
+	ans := a.by[req.URL.Host]
+	a.mu.Unlock()
+	status := http.StatusOK
+	switch ans {
+	case answerFailing:
+		status = http.StatusInternalServerError
+	case answerUnauthorized:
+		status = http.StatusUnauthorized
+	case answerSlow:
+		select {
+		case <-time.After(a.slow):
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	return &http.Response{StatusCode: status, Status: http.StatusText(status), Body: http.NoBody, Request: req}, nil
 }
 
 // runningSet counts running clusters and held reconciles by name.
@@ -178,9 +250,24 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	}()
 	running, holds := &runningSet{n: map[string]int{}}, &runningSet{n: map[string]int{}}
 	fences := &checkedFences{fenceService: newFenceService(), running: running, inflight: holds}
+	// Probes run on every seed, every probeInterval, through the clusters'
+	// answers; on even seeds every engagement takes longer than that
+	// interval, as engaging a large cluster (every controller's watches
+	// listing it) or a server still recovering does.
+	const probeInterval = 20 * time.Millisecond
+	health := &answers{by: map[string]answer{}, slow: probeInterval + time.Duration(seed%3)*probeInterval}
 	e := fleet.New(fleet.Options{Admission: fences, MinBackoff: 2 * time.Millisecond, MaxBackoff: 20 * time.Millisecond,
-		Health: fleet.HealthOptions{Disabled: true}, DrainTimeout: 10 * time.Second, Logger: trace.logger(t, seed)})
-	subs := []*holder{newHolder()}
+		Health:       fleet.HealthOptions{Interval: probeInterval, Timeout: 2 * probeInterval, FailureThreshold: 1 + int(seed%2), MaxProbesPerSecond: -1},
+		DrainTimeout: 10 * time.Second, Logger: trace.logger(t, seed)})
+	slowEngagements := seed%2 == 0
+	newSubscriber := func() *holder {
+		h := newHolder()
+		if slowEngagements {
+			h.slow = func() time.Duration { return 2*probeInterval + time.Duration(rand.IntN(3))*probeInterval }
+		}
+		return h
+	}
+	subs := []*holder{newSubscriber()}
 	e.Subscribe(subs[0])
 	ctx, stop := context.WithCancel(context.Background())
 	stopped := make(chan struct{})
@@ -201,8 +288,9 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	model := map[string]*source{}
 	hash := 0
 	newCluster := func(name string) *fakeCluster {
-		return &fakeCluster{name: name, running: running}
+		return &fakeCluster{name: name, running: running, answers: health}
 	}
+	refresh := func() { health.refresh.Add(1) }
 	fail := func(format string, args ...any) bool {
 		if dir := os.Getenv("MODEL_DUMP_DIR"); dir != "" {
 			buf := make([]byte, 1<<24)
@@ -283,7 +371,11 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	for step := range steps {
 		name := names[rng.IntN(len(names))]
 		src := model[name]
-		switch op := rng.IntN(100); {
+		switch op := rng.IntN(112); {
+		case op >= 100: // how the cluster answers its probes changes
+			ans := answer((op - 100) / 3)
+			health.set(name, ans)
+			trace.add("step %d: %s answers %s", step, name, ans)
 		case op < 20: // publish or replace
 			if src != nil && src.adopted != nil {
 				break
@@ -291,7 +383,7 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 			hash++
 			failFirst := rng.IntN(5) == 0
 			var builds atomic.Int32
-			e.SetMember(fleet.Member{Name: name, Hash: fmt.Sprint(hash), Build: func(context.Context) (cluster.Cluster, error) {
+			e.SetMember(fleet.Member{Name: name, Hash: fmt.Sprint(hash), Refresh: refresh, Build: func(context.Context) (cluster.Cluster, error) {
 				cl := newCluster(name)
 				cl.fail = failFirst && builds.Add(1) == 1
 				return cl, nil
@@ -326,9 +418,17 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 				trace.add("step %d: cancel the adopted %s first", step, name)
 				src.cancel() // cancel the old one, then replace at once
 			}
-			if err := e.Engage(actx, name, cl); err != nil {
+			engaged := make(chan error, 1)
+			go func() { engaged <- e.Engage(actx, name, cl) }()
+			select {
+			case err := <-engaged:
+				if err != nil {
+					cancel()
+					return fail("step %d: Engage(%s): %v", step, name, err)
+				}
+			case <-time.After(10 * time.Second):
 				cancel()
-				return fail("step %d: Engage(%s): %v", step, name, err)
+				return fail("step %d: Engage(%s) did not return within 10s\nclusters: %v", step, name, e.Clusters())
 			}
 			if src != nil && src.adopted != nil && rng.IntN(2) == 0 {
 				trace.add("step %d: cancel the previously adopted %s", step, name)
@@ -349,20 +449,36 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 			fences.lose(name)
 		case op < 67: // a runnable subscribes late
 			if len(subs) < 4 {
-				h := newHolder()
+				h := newSubscriber()
 				subs = append(subs, h)
 				e.Subscribe(h)
 				trace.add("step %d: subscriber %d subscribed", step, len(subs)-1)
 			}
-		default: // a reconcile
+		default: // a reconcile of a request for the cluster subscriber 0 holds
 			length := time.Duration(rng.IntN(3)) * time.Millisecond
+			pause := rng.IntN(3) == 0
+			// A reconcile in the middle of a write does not return the
+			// moment its context ends.
+			stubborn := rng.IntN(2) == 0
+			engagement := subs[0].engagement(name)
+			if engagement == nil {
+				break // the controller drops it: not engaged
+			}
 			reconciles.Go(func() {
-				engaged, done, ok := e.Hold(name)
+				if pause {
+					// The worker is descheduled between its look at the
+					// engagement and its hold.
+					time.Sleep(time.Millisecond)
+				}
+				engaged, done, ok := e.Hold(engagement, name)
 				if !ok {
 					return
 				}
 				holds.add(name)
 				trace.add("step %d: a reconcile holds %s", step, name)
+				if stubborn {
+					engaged = context.Background()
+				}
 				select {
 				case <-engaged.Done():
 				case <-time.After(length):
@@ -372,10 +488,19 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 			})
 		}
 		if step%50 == 49 || step == steps-1 {
+			// Time passes with the answers as the schedule left them, so
+			// that an outage disconnects its cluster; then the schedule is
+			// quiet: every cluster answers.
+			time.Sleep(3 * probeInterval)
+			health.healAll()
 			if err := waitFor(10*time.Second, func() error { return quiet(step) }); err != nil {
 				return fail("%v\nclusters: %v", err, e.Clusters())
 			}
 		}
+	}
+
+	if seed%2 == 1 {
+		return shutDownWhileRead(t, rng, e, names, subs, holds, running, fences, stop, stopped, fail)
 	}
 
 	// Everything goes: nothing may be left.
@@ -400,6 +525,87 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	}
 	if v := fences.violations.Load(); v != nil {
 		return fail("%s", v)
+	}
+	return true
+}
+
+// shutDownWhileRead stops the engine with its clusters still in place, while
+// readers of every kind (a reconcile still draining asks for its cluster and
+// holds it; /readyz; listings) run: no reader may panic or see an engaged
+// cluster without one, and once Start has returned nothing runs, no fence is
+// held and no subscriber holds a cluster.
+func shutDownWhileRead(t *testing.T, rng *rand.Rand, e *fleet.Engine, names []string, subs []*holder, holds, running *runningSet,
+	fences *checkedFences, stop context.CancelFunc, stopped <-chan struct{}, fail func(string, ...any) bool) bool {
+	t.Helper()
+	var panicked atomic.Value // string
+	read := func() {
+		defer func() {
+			if r := recover(); r != nil {
+				panicked.CompareAndSwap(nil, fmt.Sprintf("%v\n%s", r, debug.Stack()))
+			}
+		}()
+		for _, name := range names {
+			if cl, err := e.Get(name); err == nil && cl == nil {
+				panicked.CompareAndSwap(nil, fmt.Sprintf("Get(%s) answered a nil cluster without an error", name))
+			}
+			e.Lookup(name)
+			e.State(name)
+			e.Joining(name)
+			e.Changed(name)
+			if engagement := subs[0].engagement(name); engagement != nil {
+				if _, done, ok := e.Hold(engagement, name); ok {
+					holds.add(name)
+					holds.done(name)
+					done()
+				}
+			}
+		}
+		e.Clusters()
+		_ = e.Ready(nil)
+	}
+	readers, stopReaders := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			for readers.Err() == nil {
+				read()
+			}
+		})
+	}
+	// Stop at some point of the readers' loops.
+	time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
+	stop()
+	<-stopped
+	stopReaders()
+	wg.Wait()
+	read() // and after Start returned
+	if p := panicked.Load(); p != nil {
+		return fail("a reader of the engine panicked while it shut down: %s", p)
+	}
+	err := waitFor(10*time.Second, func() error {
+		if v := fences.violations.Load(); v != nil {
+			return fmt.Errorf("%s", v)
+		}
+		for _, name := range names {
+			if cl, err := e.Get(name); err == nil {
+				return fmt.Errorf("%s still engaged with %p after the engine stopped", name, cl)
+			}
+			if fences.holds(name) {
+				return fmt.Errorf("fence of %s held after the engine stopped", name)
+			}
+			if n := running.get(name); n > 0 {
+				return fmt.Errorf("%d clusters of %s run after the engine stopped", n, name)
+			}
+			for i, h := range subs {
+				if got, ok := h.Engaged()[name]; ok {
+					return fmt.Errorf("subscriber %d still holds %p of %s after the engine stopped", i, got, name)
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fail("after the engine stopped: %v", err)
 	}
 	return true
 }

@@ -63,7 +63,7 @@ func TestReleaseWaitsForAReconcileFromBeforeAnOutage(t *testing.T) {
 	// engagement. A reconcile starts then and is still running after a second
 	// outage.
 	outage()
-	_, done, ok := e.Hold("outage")
+	_, done, ok := e.Hold(context.Background(), "outage")
 	if !ok {
 		t.Fatal("Hold of an engaged cluster refused")
 	}

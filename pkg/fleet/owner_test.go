@@ -115,6 +115,10 @@ func (f *fenceService) releasedAt(name string) (time.Time, bool) {
 // engagement: an engagement that ends lets go only of itself, never of a
 // newer one of the same cluster.
 type holder struct {
+	// slow, if set, is how long each engagement takes (a controller's
+	// watches syncing on a large cluster): set before the holder subscribes.
+	slow func() time.Duration
+
 	mu   sync.Mutex
 	held map[multicluster.ClusterName]engagedAs
 	n    map[multicluster.ClusterName]int
@@ -136,6 +140,13 @@ func (h *holder) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 	if r, ok := cl.(interface{ refuseEngagement() bool }); ok && r.refuseEngagement() {
 		return fmt.Errorf("cluster %q: engagement refused by the test", name)
 	}
+	if h.slow != nil {
+		select {
+		case <-time.After(h.slow()):
+		case <-ctx.Done():
+			return fmt.Errorf("cluster %q: engagement context ended while engaging: %w", name, ctx.Err())
+		}
+	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.held[name] = engagedAs{cl, ctx}
@@ -148,6 +159,13 @@ func (h *holder) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		}
 	})
 	return nil
+}
+
+// engagement returns the context name is held with now, nil if none.
+func (h *holder) engagement(name multicluster.ClusterName) context.Context {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.held[name].ctx
 }
 
 // Engaged returns the clusters held now, by name.
@@ -404,7 +422,7 @@ func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, 0, engagedWith(tr, "drained", cl))
-	engaged, done, ok := e.Hold("drained")
+	engaged, done, ok := e.Hold(context.Background(), "drained")
 	if !ok {
 		t.Fatal("Hold of an engaged cluster failed")
 	}
@@ -437,7 +455,7 @@ func TestFenceWaitsForReconcilesInFlight(t *testing.T) {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, 0, engagedWith(tr2, "stuck", cl))
-	_, stuck, ok := e2.Hold("stuck")
+	_, stuck, ok := e2.Hold(context.Background(), "stuck")
 	if !ok {
 		t.Fatal("Hold of an engaged cluster failed")
 	}

@@ -50,9 +50,14 @@ type record struct {
 	// waits for all of them.
 	runs []*instance
 
-	gen     uint64      // bumped by every decision that makes attempts in flight stale
-	retry   *time.Timer // the next attempt after a failure
-	backoff time.Duration
+	gen uint64 // bumped by every decision that makes attempts in flight stale
+	// attempting is the gen of the attempt (or reconnection) on its way,
+	// zero when none is: a healthy probe of a disconnected cluster starts one
+	// only when none is on its way, so that an engagement slower than the
+	// probe interval is never superseded by the next healthy answer.
+	attempting uint64
+	retry      *time.Timer // the next attempt after a failure
+	backoff    time.Duration
 
 	// fence is held while this replica may run the cluster (sharding).
 	fence          context.Context

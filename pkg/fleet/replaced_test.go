@@ -33,7 +33,7 @@ func TestReleaseWaitsForAReconcileOfAReplacedEngagement(t *testing.T) {
 	first.refuse.Store(true)
 	e.SetMember(fleet.Member{Name: "replaced", Hash: "1", Cluster: first})
 	fleettest.Eventually(t, 30*time.Second, engagedWith(tr, "replaced", first))
-	_, done, ok := e.Hold("replaced")
+	_, done, ok := e.Hold(context.Background(), "replaced")
 	if !ok {
 		t.Fatal("Hold of an engaged cluster refused")
 	}

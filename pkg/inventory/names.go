@@ -65,20 +65,26 @@ func (k *Kit[T]) claim(log logr.Logger, key client.ObjectKey, name multicluster.
 
 // release disengages the cluster the object of key holds, if any, and
 // considers again the objects that wait for its name.
+//
+// The cluster is withdrawn before the name is free (under the kit's lock):
+// with several workers, an object that claims the name next publishes its
+// cluster after the withdrawal, never before it.
 func (k *Kit[T]) release(log logr.Logger, key client.ObjectKey, why string) {
 	k.mu.Lock()
 	k.unwaitLocked(key)
 	name, ok := k.held[key]
 	delete(k.held, key)
 	var waiting map[client.ObjectKey]bool
-	if ok && k.holder[name] == key {
+	mine := ok && k.holder[name] == key
+	if mine {
 		delete(k.holder, name)
 		waiting = k.waiting[name]
 		delete(k.waiting, name)
 	}
+	removed := mine && k.members.Remove(name)
 	q := k.queue
 	k.mu.Unlock()
-	if ok && k.members.Remove(name) {
+	if removed {
 		log.Info("Disengaged cluster: "+why, "cluster", name)
 	}
 	for other := range waiting {
