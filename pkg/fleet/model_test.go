@@ -30,14 +30,24 @@ import (
 
 // The model checker drives the engine through random schedules of publish,
 // remove, replace (built or pre-built), adopt, cancel, ownership flips, fence
-// loss, start failures, refused engagements, late subscription and
-// reconciles, and checks its invariants:
+// loss, start failures, refused engagements, late subscription, reconciles
+// (some of them descheduled between their look at the engagement and their
+// hold, some not returning when their context ends), health probes through
+// a stand-in API server (healthy, failing, 401, answers around the probe
+// timeout), engagements slower than the probe interval (even seeds), and,
+// on odd seeds, a shutdown under concurrent readers; it checks:
 //
 //   - no fence is released while a reconcile holds its cluster or the
-//     cluster's cache runs (checked at every release);
-//   - once the schedule is quiet, every member this replica owns is engaged
-//     within a bound, with exactly the engaged instance held by every
-//     subscriber, and no other cluster is held, fenced or running;
+//     cluster's cache runs (checked at every release): a reconcile of a
+//     cluster the engine ran never runs unheld;
+//   - once the schedule is quiet (every cluster answers), every member this
+//     replica owns is engaged within a bound, even when engaging takes
+//     several probe intervals, with exactly the engaged instance held by
+//     every subscriber, and no other cluster is held, fenced or running;
+//   - no reader (Get, Lookup, Hold, State, Changed, Joining, Clusters,
+//     Ready) panics or sees an engaged cluster without one, during the
+//     engine's shutdown or after it; after it nothing runs, no fence is held
+//     and no subscriber holds a cluster;
 //   - a cluster the engine runs is engaged only while it runs: started once
 //     (a cache cannot start twice) and not stopped; a pre-built cluster
 //     stopped when it was handed away is not engaged again;
