@@ -161,7 +161,10 @@ func (c *mcController[request]) stopping() bool {
 // the cluster but does not run it here. The host, and clusters engaged with
 // this controller by something other than the engine, need no hold.
 func (c *mcController[request]) hold(name multicluster.ClusterName) (done func(), ok bool) {
-	if c.fleet == nil || name == "" {
+	if name == "" {
+		return c.holdHost()
+	}
+	if c.fleet == nil {
 		return func() {}, true
 	}
 	_, done, ok = c.fleet.Hold(name)
