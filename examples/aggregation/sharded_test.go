@@ -2,89 +2,29 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
-	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleetreader"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
-
-// membersProvider publishes named rest.Configs as members, as built-in
-// providers do: a replica builds only the members it owns.
-type membersProvider struct {
-	members pkgclusters.Members
-	mu      sync.Mutex
-	cfgs    map[multicluster.ClusterName]*rest.Config
-	started bool
-}
-
-func (p *membersProvider) Start(ctx context.Context, aware multicluster.Aware) error {
-	p.members.Start(ctx, aware, logr.Discard())
-	p.mu.Lock()
-	p.started = true
-	for name, cfg := range p.cfgs {
-		p.setLocked(name, cfg)
-	}
-	p.mu.Unlock()
-	<-ctx.Done()
-	p.members.Wait()
-	return nil
-}
-
-func (p *membersProvider) setLocked(name multicluster.ClusterName, cfg *rest.Config) {
-	sum := sha256.Sum256([]byte(cfg.Host))
-	p.members.Set(name, hex.EncodeToString(sum[:]), cfg, nil)
-}
-
-func (p *membersProvider) remove(name multicluster.ClusterName) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.cfgs, name)
-	if p.started {
-		p.members.Remove(name)
-	}
-}
-
-func (p *membersProvider) add(name multicluster.ClusterName, cfg *rest.Config) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cfgs[name] = cfg
-	if p.started {
-		p.setLocked(name, cfg)
-	}
-}
-
-func (p *membersProvider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	return p.members.Get(ctx, name)
-}
-
-func (p *membersProvider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	return p.members.IndexField(ctx, obj, field, extract)
-}
 
 // The example with three sharded replicas over six members (three names on
 // each of two API servers) writes the summary a single replica writes,
@@ -97,10 +37,10 @@ func TestShardedSummaryEqualsTheSingleReplicaSummary(t *testing.T) {
 	if err := hub.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Summary.Namespace}}); err != nil && !strings.Contains(err.Error(), "already exists") {
 		t.Fatal(err)
 	}
-	cfgs := map[multicluster.ClusterName]*rest.Config{}
+	cfgs := map[multicluster.ClusterName]int{}
 	for _, i := range []int{1, 2} {
 		for j := range 3 {
-			cfgs[fmt.Sprintf("m%d-%d", i, j)] = fleet.Config(i)
+			cfgs[fmt.Sprintf("m%d-%d", i, j)] = i
 		}
 	}
 	opts := mcmanager.Options{
@@ -108,9 +48,9 @@ func TestShardedSummaryEqualsTheSingleReplicaSummary(t *testing.T) {
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	}
-	var providers []*membersProvider
-	newProvider := func() *membersProvider {
-		p := &membersProvider{cfgs: maps.Clone(cfgs)}
+	var providers []*fleettest.NamedProvider
+	newProvider := func() *fleettest.NamedProvider {
+		p := fleettest.NewNamedProvider(fleet, cfgs)
 		providers = append(providers, p)
 		return p
 	}
@@ -153,7 +93,7 @@ func TestShardedSummaryEqualsTheSingleReplicaSummary(t *testing.T) {
 		var lines []string
 		for _, name := range names {
 			var list appsv1.DeploymentList
-			if err := members[cfgIndex(cfgs[name])].List(ctx, &list); err != nil {
+			if err := members[cfgs[name]].List(ctx, &list); err != nil {
 				return "", err
 			}
 			var line Line
@@ -227,12 +167,12 @@ func TestShardedSummaryEqualsTheSingleReplicaSummary(t *testing.T) {
 	check("scaled sh-web in member 2")
 
 	for _, p := range providers {
-		p.remove("m2-1")
+		p.Remove("m2-1")
 	}
 	live = slices.DeleteFunc(live, func(n string) bool { return n == "m2-1" })
 	check("m2-1 left")
 	for _, p := range providers {
-		p.add("m2-1", fleet.Config(2))
+		p.Set("m2-1", 2)
 	}
 	live = slices.Sorted(maps.Keys(cfgs))
 	check("m2-1 joined again")
@@ -276,13 +216,4 @@ func TestShardedSummaryEqualsTheSingleReplicaSummary(t *testing.T) {
 		}
 		check(fmt.Sprintf("then created %s in member %d", d.Name, 1+round))
 	}
-}
-
-func cfgIndex(cfg *rest.Config) int {
-	for i := 1; i < fleet.Len(); i++ {
-		if fleet.Config(i).Host == cfg.Host {
-			return i
-		}
-	}
-	return 0
 }
