@@ -19,6 +19,7 @@ import (
 	crbuilder "sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,6 +41,7 @@ const (
 	plain    = "plain"     // a controller-runtime controller on GetLocalManager()
 	fanOut   = "fan-out"   // hub to fleet: a host watch that writes into members
 	member   = "member"    // a controller of the members' own objects
+	job      = "job"       // a runnable that needs leader election, added to the manager
 )
 
 // work is one reconcile: which replica ran which kind of work for which
@@ -149,7 +151,8 @@ type hostWorkBed struct {
 	names   map[multicluster.ClusterName]int
 	log     *workLog
 	lease   time.Duration
-	busy    bool // member work requeues itself, so that a hand-off with an overlap would show
+	busy    bool // work requeues itself, so that a hand-off with an overlap would show
+	plain   bool // run the plain controller-runtime controller (it starts once per process)
 	gen     int
 	started map[string]hostWorkReplica
 	clients []client.Client // of fleet members 0 (the host), 1 and 2
@@ -239,18 +242,33 @@ func (b *hostWorkBed) start(r string) {
 		WithHostReconcilesOnHostOwner(true).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 			record(hostOnly, req.ClusterName, func() string { return readV(ctx, req.Name) })
-			return reconcile.Result{}, nil
+			return b.again(), nil
 		})); err != nil {
 		t.Fatal(err)
 	}
-	// Plain: a controller-runtime controller built on the host manager.
-	if err := ctrl.NewControllerManagedBy(mgr.GetLocalManager()).Named(fmt.Sprintf("plain-%d", b.gen)).
-		For(&corev1.ConfigMap{}, crbuilder.WithPredicates(named("rollup"))).
-		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-			record(plain, "", func() string { return readV(ctx, req.Name) })
-			return reconcile.Result{}, nil
-		})); err != nil {
+	// A job: a runnable that needs leader election, working while it runs.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		for {
+			record(job, "", func() string { return "" })
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	})); err != nil {
 		t.Fatal(err)
+	}
+	// Plain: a controller-runtime controller built on the host manager.
+	if b.plain {
+		if err := ctrl.NewControllerManagedBy(mgr.GetLocalManager()).Named(fmt.Sprintf("plain-%d", b.gen)).
+			For(&corev1.ConfigMap{}, crbuilder.WithPredicates(named("rollup"))).
+			Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+				record(plain, "", func() string { return readV(ctx, req.Name) })
+				return reconcile.Result{}, nil
+			})); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// Fan-out: the host object "source" copied into every member; every
 	// replica receives the host's events and writes the members it owns.
@@ -284,14 +302,19 @@ func (b *hostWorkBed) start(r string) {
 		For(&corev1.ConfigMap{}, mcbuilder.WithPredicates(inNs, named("cm"))).
 		Complete(mcreconcile.Func(func(_ context.Context, req mcreconcile.Request) (reconcile.Result, error) {
 			record(member, req.ClusterName, func() string { return "" })
-			if b.busy {
-				return reconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil
-			}
-			return reconcile.Result{}, nil
+			return b.again(), nil
 		})); err != nil {
 		t.Fatal(err)
 	}
 	b.started[r] = hostWorkReplica{mgr: mgr, stop: fleettest.RunManager(t, mgr), host: proxy}
+}
+
+// again keeps a busy bed's work going.
+func (b *hostWorkBed) again() reconcile.Result {
+	if b.busy {
+		return reconcile.Result{RequeueAfter: 20 * time.Millisecond}
+	}
+	return reconcile.Result{}
 }
 
 // copyInto writes the host's "source" into the member's copy if it differs,

@@ -25,6 +25,7 @@ import (
 func TestHostWorkHasOneOwner(t *testing.T) {
 	const syncBound = 10 * time.Second // one sync on a loaded test machine
 	b := newHostWorkBed(t, "hostwork", 6)
+	b.plain = true
 	for _, r := range []string{"r1", "r2", "r3"} {
 		b.start(r)
 	}
