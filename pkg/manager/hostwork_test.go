@@ -39,7 +39,9 @@ func TestHostWorkHasOneOwner(t *testing.T) {
 		owned := map[string][]string{}
 		for r, rep := range b.started {
 			a := rep.mgr.(interface{ Assignment() fleetreader.Assignment }).Assignment()
-			census := a.(interface{ Census([]string) sharding.Census }).Census(members)
+			census := a.(interface {
+				Census([]string) sharding.Census
+			}).Census(members)
 			if len(census.None) > 0 {
 				return fmt.Errorf("%s sees %v owned by nobody", r, census.None)
 			}
