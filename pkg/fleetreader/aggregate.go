@@ -127,7 +127,7 @@ func NewAggregate[T any](mgr Manager, reader *Reader, opts AggregateOptions[T]) 
 	}
 	var errs []error
 	if opts.Partial == nil || opts.Combine == nil {
-		errs = append(errs, errors.New("Partial and Combine are required"))
+		errs = append(errs, errors.New("options Partial and Combine are required"))
 	}
 	for _, msg := range validation.IsDNS1123Label(opts.Name) {
 		errs = append(errs, fmt.Errorf("option Name %q: %s", opts.Name, msg))

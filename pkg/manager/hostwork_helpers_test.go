@@ -359,15 +359,6 @@ func (b *hostWorkBed) stop(r string) {
 	delete(b.started, r)
 }
 
-// assignment is a live replica's view of the group.
-func (b *hostWorkBed) assignment() fleetreader.Assignment {
-	for _, r := range slices.Sorted(maps.Keys(b.started)) {
-		return b.started[r].mgr.(interface{ Assignment() fleetreader.Assignment }).Assignment()
-	}
-	b.t.Fatal("no live replica")
-	return nil
-}
-
 // hostOwner waits until every live replica agrees on the host's owner, one of
 // them, and returns it.
 func (b *hostWorkBed) hostOwner() string {
