@@ -390,6 +390,7 @@ func (m *mcManager) setupHostWork(adm fleet.Admission) error {
 	}
 	m.host = newHostWork(ha, m.Manager.GetLogger().WithName("host-work"))
 	m.adm = ha
+	m.local = &hostManager{Manager: m.Manager, host: m.host}
 	if err := m.Manager.Add(m.host); err != nil {
 		return fmt.Errorf("adding the host's work: %w", err)
 	}
@@ -431,8 +432,8 @@ func (m *mcManager) Assignment() fleetreader.Assignment {
 // localManager is the host manager as users see it: under sharding, one
 // whose leader-election runnables run on the host's owner alone.
 func (m *mcManager) localManager() manager.Manager {
-	if m.host == nil {
+	if m.local == nil {
 		return m.Manager
 	}
-	return &hostManager{Manager: m.Manager, host: m.host}
+	return m.local
 }

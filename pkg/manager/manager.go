@@ -173,8 +173,9 @@ type mcManager struct {
 	fleetReader     fleetReaderOnce
 	// host runs the host's work on the replica that owns it; nil without
 	// sharding (see hostwork.go), as is adm, the coordinator.
-	host *hostWork
-	adm  hostAdmission
+	host  *hostWork
+	adm   hostAdmission
+	local *hostManager // GetLocalManager under sharding
 }
 
 // ReconcileRecorder is implemented by the Multi-Cluster Manager: controllers
