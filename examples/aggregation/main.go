@@ -2,11 +2,15 @@
 // fleet: the ConfigMap "deployments" in namespace "fleet-summary" of the hub
 // (the host cluster) lists, for every member cluster, how many Deployments
 // it runs and their desired replicas. A change to a Deployment anywhere, a
-// member joining and a member leaving each update the summary with one
-// reconcile.
+// member joining and a member leaving each update the summary.
 //
 //	kubectl create namespace fleet-summary
 //	go run ./examples/aggregation -namespace fleet-system
+//
+// With -sharding, run as many replicas as you like: each reads its own shard
+// of the fleet and publishes that shard's lines beside the summary, and the
+// replica that runs the host's work combines them into the one summary a
+// single replica would write (fleetreader.Aggregate).
 //
 // The fleet comes from kubeconfig Secrets in the given namespace of the hub
 // (kubeconfig provider; register members with cmd/kubeconfig-secret).
@@ -26,12 +30,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleetreader"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
-	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
+	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
@@ -41,17 +45,22 @@ var Summary = types.NamespacedName{Namespace: "fleet-summary", Name: "deployment
 
 func main() {
 	ns := flag.String("namespace", kubeconfig.DefaultNamespace, "hub namespace of the kubeconfig Secrets")
+	sharded := flag.Bool("sharding", false, "share the fleet with the other replicas started with -sharding (Leases in -namespace)")
 	flag.Parse()
-	if err := run(*ns); err != nil {
+	if err := run(*ns, *sharded); err != nil {
 		fmt.Fprintln(os.Stderr, "aggregation:", err)
 		os.Exit(1)
 	}
 }
 
-func run(secretNamespace string) error {
+func run(secretNamespace string, sharded bool) error {
 	ctx := ctrl.SetupSignalHandler()
 	provider := kubeconfig.New(kubeconfig.Options{Namespace: secretNamespace})
-	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, mcmanager.Options{})
+	var opts []mcmanager.Option
+	if sharded {
+		opts = append(opts, mcmanager.WithSharding(sharding.Options{Namespace: secretNamespace, Name: "aggregation"}))
+	}
+	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, mcmanager.Options{}, opts...)
 	if err != nil {
 		return err
 	}
@@ -64,11 +73,19 @@ func run(secretNamespace string) error {
 	return mgr.Start(ctx)
 }
 
-// snippet:aggregation-setup
-// Setup registers the summary controller: one fleet reader for Deployments,
-// and one source that turns every Deployment event of every member, and
-// every member's arrival and departure, into the one hub request.
+// Setup registers the summary of the fleet in the hub object Summary.
 func Setup(ctx context.Context, mgr mcmanager.Manager) error {
+	return SetupSummary(ctx, mgr, Summary)
+}
+
+// snippet:aggregation-setup
+// SetupSummary registers the summary controller: one fleet reader for
+// Deployments; an aggregate whose partial results (each replica's shard)
+// are combined into the hub object by the replica that runs the host's
+// work; and one source that turns every Deployment event of every member
+// this replica reads, and every member's arrival and departure, into the
+// publication of this replica's partial result.
+func SetupSummary(ctx context.Context, mgr mcmanager.Manager, summary types.NamespacedName) error {
 	reader, err := mgr.GetFleetReader()
 	if err != nil {
 		return err
@@ -76,51 +93,70 @@ func Setup(ctx context.Context, mgr mcmanager.Manager) error {
 	if err := reader.Informer(ctx, &appsv1.Deployment{}); err != nil {
 		return err
 	}
+	s := &Summarizer{Hub: mgr.GetLocalManager().GetClient(), Summary: summary}
+	agg, err := fleetreader.NewAggregate(mgr, reader, fleetreader.AggregateOptions[Line]{
+		Name:      summary.Name,
+		Namespace: summary.Namespace,
+		Partial:   s.Partial,
+		Combine:   s.Combine,
+	})
+	if err != nil {
+		return err
+	}
 	return mcbuilder.ControllerManagedBy(mgr).
-		Named("fleet-summary").
-		WatchesRawSource(mcsource.FanIn(&appsv1.Deployment{}, reconcile.Request{NamespacedName: Summary})).
-		Complete(&Summarizer{Reader: reader, Hub: mgr.GetLocalManager().GetClient()})
+		Named("fleet-summary-" + summary.Name).
+		WatchesRawSource(mcsource.FanIn(&appsv1.Deployment{}, agg.Request())).
+		Complete(agg)
 }
 
 // end-snippet
 
-// Summarizer writes the summary of the fleet to the hub.
+// Summarizer computes each member's line and writes the summary to the hub.
 type Summarizer struct {
-	Reader *fleetreader.Reader
-	Hub    client.Client
+	Hub     client.Client
+	Summary types.NamespacedName
+}
+
+// Line is one member's contribution to the summary.
+type Line struct {
+	Deployments int   `json:"deployments"`
+	Replicas    int32 `json:"replicas"`
 }
 
 // snippet:aggregation-reconcile
-// Reconcile reads every member's Deployments from the caches (no API call
-// per member) and writes one line per member to the hub object.
-func (s *Summarizer) Reconcile(ctx context.Context, req mcreconcile.Request) (mcreconcile.Result, error) {
-	deployments, err := fleetreader.List[*appsv1.Deployment](ctx, s.Reader)
+// Partial reads one member's Deployments from its cache (no API call) and
+// returns its line. It runs on the replica that reads the member.
+func (s *Summarizer) Partial(ctx context.Context, reader *fleetreader.Reader, cluster multicluster.ClusterName) (Line, error) {
+	deployments, err := fleetreader.List[*appsv1.Deployment](ctx, reader, fleetreader.InClusters(cluster))
 	if err != nil {
-		return mcreconcile.Result{}, err
+		return Line{}, err
 	}
-	count, replicas := map[string]int{}, map[string]int32{}
-	for _, cluster := range s.Reader.Clusters() {
-		count[cluster] = 0 // members without Deployments are listed too
-	}
+	var line Line // members without Deployments are listed too
 	for _, d := range deployments {
-		count[d.Cluster]++
+		line.Deployments++
 		if d.Object.Spec.Replicas != nil {
-			replicas[d.Cluster] += *d.Object.Spec.Replicas
+			line.Replicas += *d.Object.Spec.Replicas
 		}
 	}
-	var lines []string
-	for cluster, n := range count {
-		lines = append(lines, fmt.Sprintf("%s deployments=%d replicas=%d", cluster, n, replicas[cluster]))
+	return line, nil
+}
+
+// Combine writes one line per member to the hub object. It runs on one
+// replica, with the lines of every member of the fleet.
+func (s *Summarizer) Combine(ctx context.Context, lines map[multicluster.ClusterName]Line) error {
+	var out []string
+	for cluster, l := range lines {
+		out = append(out, fmt.Sprintf("%s deployments=%d replicas=%d", cluster, l.Deployments, l.Replicas))
 	}
-	slices.Sort(lines)
+	slices.Sort(out)
 
 	summary := &corev1.ConfigMap{}
-	summary.Namespace, summary.Name = req.Namespace, req.Name
-	_, err = controllerutil.CreateOrUpdate(ctx, s.Hub, summary, func() error {
-		summary.Data = map[string]string{"summary": strings.Join(lines, "\n")}
+	summary.Namespace, summary.Name = s.Summary.Namespace, s.Summary.Name
+	_, err := controllerutil.CreateOrUpdate(ctx, s.Hub, summary, func() error {
+		summary.Data = map[string]string{"summary": strings.Join(out, "\n")}
 		return nil
 	})
-	return mcreconcile.Result{}, err
+	return err
 }
 
 // end-snippet

@@ -41,6 +41,7 @@ type TypedBuilder[request mcreconcile.ClusterAware[request]] struct {
 	options          mccontroller.TypedOptions[request]
 	notFoundWrapper  bool
 	fairQueue        bool
+	hostOwnerOnly    bool // see WithHostReconcilesOnHostOwner
 	err              error
 }
 
@@ -225,7 +226,7 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 		options.NewQueue = mccontroller.PlainQueue(options)
 	}
 
-	ctrl, err := mccontroller.NewTyped(name, b.mgr, options)
+	ctrl, err := b.newController(name, options)
 	if err != nil {
 		return nil, err
 	}

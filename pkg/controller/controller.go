@@ -93,6 +93,9 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 	if rec, ok := mgr.(mcmanager.ReconcileRecorder); ok {
 		c.recorder = rec
 	}
+	if ho, ok := mgr.(mcmanager.HostOwner); ok {
+		c.hostOwner = ho
+	}
 	if c.timeout <= 0 {
 		c.timeout = 2 * time.Minute
 	}
@@ -103,11 +106,17 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 		// An engagement that ended is forgotten a moment later (its
 		// context's AfterFunc): requests queued for it are not engaged either.
 		if engaged == nil || engaged.Err() != nil {
+			if req.Cluster() == "" {
+				return c.hostNotOwned(req), nil
+			}
 			return c.notEngaged(req), nil
 		}
 		// The engine holds the cluster's fence until this reconcile returned.
 		held, ok := c.hold(engaged, req.Cluster())
 		if !ok {
+			if req.Cluster() == "" {
+				return c.hostNotOwned(req), nil
+			}
 			return c.notEngaged(req), nil
 		}
 		c.stopWaiting(req)
@@ -143,6 +152,10 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 	fleet    *fleet.Engine // the manager's, for the state of clusters this controller does not have
 	recorder mcmanager.ReconcileRecorder
 	log      logr.Logger
+	// hostOwner says when this replica runs the host's work; hostOwnerOnly
+	// (ServeHostOnHostOwner) engages the host only then. See hostowner.go.
+	hostOwner     mcmanager.HostOwner
+	hostOwnerOnly bool
 
 	syncSeries metrics.SeriesCap // clusters with series in WatchSyncFailures
 
@@ -316,7 +329,7 @@ func (c *mcController[request]) engagedLocked() map[multicluster.ClusterName]*en
 // is one that never ends.
 func (c *mcController[request]) engagement(name multicluster.ClusterName) context.Context {
 	if name == "" {
-		return context.Background()
+		return c.hostEngagement()
 	}
 	if e := c.lookup(name); e != nil {
 		return e.ctx
@@ -566,10 +579,10 @@ func (s *queueSource[request]) Start(ctx context.Context, q workqueue.TypedRateL
 	c := s.c
 	c.mu.Lock()
 	c.queue, c.ctx = q, ctx
-	hostCtx, cancelHost := context.WithCancel(ctx)
-	// The host is engaged for the controller's lifetime under the name "";
+	// The host is engaged under the name "" for the controller's lifetime
+	// (or its replica's tenures over the host's work, see hostowner.go);
 	// sources decide whether they watch it.
-	c.clusters.Store("", &engagement{cl: c.host, ctx: hostCtx, cancel: cancelHost})
+	c.startHostLocked(ctx)
 	pending := c.engagedLocked()
 	srcs := append([]mcsource.TypedSource[request](nil), c.sources...)
 	c.mu.Unlock()

@@ -159,9 +159,13 @@ func (c *mcController[request]) stopping() bool {
 
 // hold marks a reconcile against the cluster in flight with the fleet engine,
 // so that the cluster's fence waits for it; ok is false when the reconcile
-// must not run (see fleet.Engine.Hold). The host needs no hold.
+// must not run (see fleet.Engine.Hold). The host needs the host's hold when
+// its reconciles are served by the host's owner alone (see holdHost).
 func (c *mcController[request]) hold(engagement context.Context, name multicluster.ClusterName) (done func(), ok bool) {
-	if c.fleet == nil || name == "" {
+	if name == "" {
+		return c.holdHost()
+	}
+	if c.fleet == nil {
 		return func() {}, true
 	}
 	_, done, ok = c.fleet.Hold(engagement, name)

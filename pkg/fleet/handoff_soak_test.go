@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
@@ -50,6 +49,14 @@ func (p *adoptingProvider) Start(ctx context.Context, aware multicluster.Aware) 
 	<-ctx.Done()
 	return nil
 }
+
+// everyReplica is a runnable that does not need leader election: a
+// provider's loop runs on every replica. (A manager.RunnableFunc needs it, so
+// under sharding it would run on the host's owner alone.)
+type everyReplica func(ctx context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }
 
 func (p *adoptingProvider) Get(context.Context, multicluster.ClusterName) (cluster.Cluster, error) {
 	return nil, multicluster.ErrClusterNotFound
@@ -116,7 +123,7 @@ func TestHandoffSoak(t *testing.T) {
 			Namespace: "default", Name: "handoff-soak", Identity: name,
 			LeaseDuration: lease, RenewDeadline: 2 * time.Second, RetryPeriod: 250 * time.Millisecond,
 		}))
-		if err := mgr.GetLocalManager().Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := mgr.GetLocalManager().Add(everyReplica(func(ctx context.Context) error {
 			return (&adoptingProvider{cfgs: adopted}).Start(ctx, mgr)
 		})); err != nil {
 			t.Fatal(err)

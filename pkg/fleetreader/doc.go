@@ -19,8 +19,10 @@
 // # What is read
 //
 // Only clusters engaged on this replica are read: under sharding
-// (mcmanager.WithSharding) a replica reads its own shard, not the fleet. The
-// host cluster is not part of the fleet; read it through the manager.
+// (mcmanager.WithSharding) a replica reads its own shard, not the fleet;
+// NewAggregate computes a fleet-wide summary that is whole under sharding
+// from per-cluster contributions (see Aggregate). The host cluster is not
+// part of the fleet; read it through the manager.
 //
 // Only types declared with Informer or IndexField are read. Declaring a type
 // that a controller already watches costs nothing: the cluster's cache has

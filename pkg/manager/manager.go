@@ -142,6 +142,11 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 	if err := mgr.Add(m.fleet); err != nil {
 		return nil, fmt.Errorf("mcmanager: adding the fleet engine: %w", err)
 	}
+	if engineOpts.Admission != nil {
+		if err := m.setupHostWork(engineOpts.Admission); err != nil {
+			return nil, fmt.Errorf("mcmanager: sharding: %w", err)
+		}
+	}
 	if err := mgr.AddReadyzCheck(ReadyzCheckName, m.fleet.Ready); err != nil {
 		return nil, fmt.Errorf("mcmanager: adding the readyz check %q: %w", ReadyzCheckName, err)
 	}
@@ -166,6 +171,11 @@ type mcManager struct {
 	fleet           *fleet.Engine
 	reconcileSeries *metrics.SeriesCap // nil unless WithPerClusterReconcileMetrics
 	fleetReader     fleetReaderOnce
+	// host runs the host's work on the replica that owns it; nil without
+	// sharding (see hostwork.go), as is adm, the coordinator.
+	host  *hostWork
+	adm   hostAdmission
+	local *hostManager // GetLocalManager under sharding
 }
 
 // ReconcileRecorder is implemented by the Multi-Cluster Manager: controllers
@@ -206,7 +216,7 @@ type FleetOwner interface {
 }
 
 func (m *mcManager) Fleet() *fleet.Engine                    { return m.fleet }
-func (m *mcManager) GetLocalManager() manager.Manager        { return m.Manager }
+func (m *mcManager) GetLocalManager() manager.Manager        { return m.localManager() }
 func (m *mcManager) GetProvider() multicluster.Provider      { return m.provider }
 func (m *mcManager) GetFieldIndexer() client.FieldIndexer    { return &fleetIndexer{m: m} }
 func (m *mcManager) GetControllerOptions() config.Controller { return m.Manager.GetControllerOptions() }
@@ -226,8 +236,14 @@ func (m *mcManager) AddMetricsServerExtraHandler(path string, h http.Handler) er
 
 // Add adds r to the host manager and, if r is multicluster.Aware, subscribes
 // it to the fleet: it is engaged with every cluster engaged so far and every
-// cluster engaged later.
+// cluster engaged later. Under sharding, a runnable that is not Aware and
+// needs leader election in controller-runtime's sense runs on the host's
+// owner alone (see WithSharding).
 func (m *mcManager) Add(r manager.Runnable) error {
+	if _, aware := r.(multicluster.Aware); !aware && m.host != nil && needsLeaderElection(r) {
+		m.host.add(r)
+		return nil
+	}
 	if err := m.Manager.Add(r); err != nil {
 		return err
 	}
@@ -317,7 +333,7 @@ func (m *mcManager) GetManager(ctx context.Context, name multicluster.ClusterNam
 		return nil, err
 	}
 	if name == LocalCluster {
-		return m.Manager, nil
+		return m.localManager(), nil
 	}
 	return &scopedManager{Manager: m.Manager, cl: cl}, nil
 }

@@ -36,11 +36,23 @@ func WithHealthChecks(h HealthOptions) Option {
 // WithSharding shares the fleet between the replicas of this controller
 // process: each cluster is run by exactly one live replica, decided before
 // its cache starts (see package sharding for the Leases, the assignment, the
-// hand-off guarantees and the RBAC needed). Leader election can stay off.
-// Members published by built-in providers and clusters adopted through Engage
-// are admitted, fenced, drained and handed off alike; Engage of a cluster
-// another replica owns returns at once, and the cluster is engaged here if
-// this replica comes to own it.
+// hand-off guarantees and the RBAC needed). Leave leader election off:
+// sharding replaces it. Members published by built-in providers and clusters
+// adopted through Engage are admitted, fenced, drained and handed off alike;
+// Engage of a cluster another replica owns returns at once, and the cluster
+// is engaged here if this replica comes to own it.
+//
+// The host's work has one owner too (sharding.HostKey): the runnables that
+// controller-runtime's manager would start only once elected (added through
+// Add or GetLocalManager().Add, needing leader election by its rules, and
+// not multicluster.Aware) run on the replica that holds the host's fence,
+// started for each of its tenures and stopped and drained before the fence
+// is released; so do the host requests of controllers built
+// WithHostReconcilesOnHostOwner (see HostOwner). A controller-runtime
+// controller starts once per process: a replica that loses the host while
+// it lives and owns it again later ends with that error, as a manager that
+// loses leader election does. Every replica also takes a census of who runs
+// the clusters it knows (multicluster_sharding_clusters).
 func WithSharding(opts sharding.Options) Option {
 	return func(o *options) {
 		o.sharding = func(mgr manager.Manager) (fleet.Admission, error) {

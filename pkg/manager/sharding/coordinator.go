@@ -181,7 +181,7 @@ func (c *Coordinator) Owns(name string) bool {
 	if !c.synced || !c.active || c.stopping {
 		return false
 	}
-	return owner(c.peers, name) == c.opts.Identity
+	return c.ownerLocked(name) == c.opts.Identity
 }
 
 // Owner returns the identity of the replica the cluster is assigned to, as this
@@ -192,7 +192,7 @@ func (c *Coordinator) Owner(name string) string {
 	if !c.synced {
 		return ""
 	}
-	return owner(c.peers, name)
+	return c.ownerLocked(name)
 }
 
 // Peers returns the identities of the live replicas this replica sees, itself

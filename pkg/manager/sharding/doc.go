@@ -51,6 +51,22 @@
 // after its last renewal plus up to one RetryPeriod. Replica Leases of replicas
 // that died are deleted by their peers after 10 lease durations.
 //
+// # The host's work
+//
+// The work that belongs to no member (runnables that need leader election,
+// host-owner-only controllers, the combining side of a fleet aggregate) is
+// owned by one replica through the same Leases: HostKey is one more key,
+// assigned by the same hashing while it has no live holder and kept by its
+// holder while that lives, fenced, drained and handed off like a cluster.
+// The Multi-Cluster Manager runs that work (see mcmanager.WithSharding).
+//
+// # Nothing unowned
+//
+// Census splits the clusters a replica knows into those it runs, those a
+// live peer runs and those nobody it knows runs; ReportOwnership exports the
+// counts (multicluster_sharding_clusters) and logs, once, each cluster
+// unowned for longer than LeaseDuration.
+//
 // # RBAC
 //
 // The replicas' service account needs a Role on the host cluster, in

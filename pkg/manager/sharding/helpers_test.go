@@ -255,8 +255,10 @@ func startReplica(t testing.TB, group, id string, opts sharding.Options, names [
 	cfg := rest.CopyConfig(host)
 	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return cuttable{rt: rt, cut: &r.cut} })
 	opts.Name, opts.Identity = runGroup(t, group), id
-	log := logr.Discard()
-	opts.Logger = &log
+	if opts.Logger == nil {
+		log := logr.Discard()
+		opts.Logger = &log
+	}
 	c, err := sharding.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)

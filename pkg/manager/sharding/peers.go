@@ -183,6 +183,11 @@ func (c *Coordinator) observe(obj any, deleted bool) {
 		c.recomputeLocked(now)
 	case roleFence:
 		cluster := lease.Annotations[AnnotationCluster]
+		if cluster == HostKey {
+			// The host's holder keeps it (see ownerLocked): its fence's
+			// changes change the assignment.
+			c.signalChangedLocked()
+		}
 		if f, ok := c.held[cluster]; ok && f.leaseName == lease.Name {
 			holder := ptr.Deref(lease.Spec.HolderIdentity, "")
 			switch {
