@@ -187,6 +187,10 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 		return nil, fmt.Errorf("mcbuilder: For() can only be used with mcreconcile.Request, got %T", *new(request))
 	}
 
+	if err := b.checkOtherProviders(); err != nil {
+		return nil, err
+	}
+
 	options := b.options
 	if options.Reconciler == nil {
 		options.Reconciler = r
@@ -231,6 +235,9 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 	}
 	if err := b.watch(ctrl); err != nil {
 		return nil, fmt.Errorf("mcbuilder: controller %q: %w", name, err)
+	}
+	if err := b.runOtherProviders(ctrl); err != nil {
+		return nil, err
 	}
 	return ctrl, nil
 }
@@ -291,7 +298,10 @@ func (b *TypedBuilder[request]) add(ctrl mccontroller.TypedController[request], 
 // clusters when there is a provider, the host cluster when there is not.
 func (b *TypedBuilder[request]) engageOptions(in engageInput) mcsource.EngageOptions {
 	hasProvider := b.mgr.GetProvider() != nil
-	opts := mcsource.EngageOptions{LocalCluster: !hasProvider, ProviderClusters: hasProvider, Filter: in.filter}
+	opts := mcsource.EngageOptions{LocalCluster: !hasProvider, ProviderClusters: hasProvider, Filter: withOrigin(in.from, in.filter)}
+	if in.from != nil {
+		opts.LocalCluster, opts.ProviderClusters = false, true
+	}
 	if in.local != nil {
 		opts.LocalCluster = *in.local
 	}
