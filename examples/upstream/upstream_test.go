@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -225,4 +226,83 @@ func TestRegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitForLine(t, out, `"msg"="Engaged clusters"`, quoted("names", fmt.Sprintf("[%s]", name(1))))
+}
+
+// Three replicas share the namespaces of one API server: once they have
+// settled, each namespace's change is reconciled by exactly one replica.
+func TestShardedNamespaceThreeReplicas(t *testing.T) {
+	const n = 12
+	c := testbed.NewClient(t, fleet.Config(0))
+	for i := range n {
+		createConfigMap(t, 0, fmt.Sprintf("shard-%d", i), "probe")
+	}
+	outs := map[string]*testbed.Output{}
+	for _, r := range []string{"r1", "r2", "r3"} {
+		outs[r] = run(t, "sharded-namespace", "-replica", r)
+	}
+	line := regexp.MustCompile(`"replica"="(r\d)".*"cluster"="(shard-\d+)".*"round"="(\d+)"`)
+	// seen returns, for round, the replicas that reconciled each namespace.
+	seen := func(round int) map[string]map[string]bool {
+		by := map[string]map[string]bool{}
+		for _, out := range outs {
+			for _, m := range line.FindAllStringSubmatch(out.String(), -1) {
+				if m[3] != fmt.Sprint(round) {
+					continue
+				}
+				if by[m[2]] == nil {
+					by[m[2]] = map[string]bool{}
+				}
+				by[m[2]][m[1]] = true
+			}
+		}
+		return by
+	}
+	setRound := func(round int) {
+		for i := range n {
+			cm := &corev1.ConfigMap{}
+			key := client.ObjectKey{Namespace: fmt.Sprintf("shard-%d", i), Name: "probe"}
+			if err := c.Get(context.Background(), key, cm); err != nil {
+				t.Fatal(err)
+			}
+			cm.Data = map[string]string{"round": fmt.Sprint(round)}
+			if err := c.Update(context.Background(), cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	waitRound := func(round int) {
+		deadline := time.Now().Add(2 * time.Minute)
+		for len(seen(round)) < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("round %d: only %d of %d namespaces reconciled: %v", round, len(seen(round)), n, seen(round))
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	// Replicas join one by one and hand clusters over while they do; a round
+	// is judged once the next one was reconciled everywhere, so that a late
+	// reconcile of it by a second replica would have been seen.
+	setRound(1)
+	waitRound(1)
+	for round := 2; round <= 20; round++ {
+		setRound(round)
+		waitRound(round)
+		prev := seen(round - 1)
+		owners := map[string]bool{}
+		unique := true
+		for _, replicas := range prev {
+			if len(replicas) != 1 {
+				unique = false
+			}
+			for r := range replicas {
+				owners[r] = true
+			}
+		}
+		if unique && len(owners) >= 2 {
+			t.Logf("round %d: each of %d namespaces reconciled by one replica, %d replicas sharing them", round-1, n, len(owners))
+			return
+		}
+		t.Logf("round %d: not settled yet: %v", round-1, prev)
+	}
+	t.Fatalf("the replicas never settled on one replica per namespace; last round: %v", seen(19))
 }
