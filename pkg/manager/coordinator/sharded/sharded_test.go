@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/coordinator/sharded"
 )
 
 func TestOptionsMapOntoSharding(t *testing.T) {
-	c := sharded.New(nil, logr.Discard(),
+	c := sharded.New(nil, funcr.New(func(string, string) {}, funcr.Options{}),
 		sharded.WithShardLease("fleet-system", "shards"),
 		sharded.WithPerClusterLease(true),
 		sharded.WithPeerWeight(3),
