@@ -217,7 +217,9 @@ func TestRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	name := func(i int) string { return filepath.Join(dir, fmt.Sprintf("r%d.kubeconfig", i)) + fmt.Sprintf("+r%d", i) }
+	name := func(i int) string {
+		return filepath.Join(dir, fmt.Sprintf("r%d.kubeconfig", i)) + fmt.Sprintf("+r%d", i)
+	}
 	out := run(t, "registry", "-kubeconfig-dir", dir)
 	waitForLine(t, out, `"msg"="Engaged clusters"`, quoted("names", fmt.Sprintf("[%s %s]", name(1), name(2))),
 		name(1)+"="+fleet.Config(1).Host, name(2)+"="+fleet.Config(2).Host)

@@ -96,4 +96,3 @@ func TestRegistryRefusesClustersOfAnotherType(t *testing.T) {
 		t.Fatalf("Engage of a cluster of another type: %v", err)
 	}
 }
-

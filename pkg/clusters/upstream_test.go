@@ -89,7 +89,9 @@ func TestEqualClustersComparesConnections(t *testing.T) {
 
 type netDialer struct{}
 
-func (*netDialer) dial(context.Context, string, string) (net.Conn, error) { return nil, errors.New("no") }
+func (*netDialer) dial(context.Context, string, string) (net.Conn, error) {
+	return nil, errors.New("no")
+}
 
 func TestGetTypedAndIndexers(t *testing.T) {
 	c := clusters.New[cluster.Cluster]()
