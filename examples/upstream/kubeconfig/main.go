@@ -34,6 +34,7 @@ func main() {
 	entryLog := ctrllog.Log.WithName("entrypoint")
 	ctx := ctrl.SetupSignalHandler()
 
+	// snippet:porting-provider
 	provider := kubeconfigprovider.New(kubeconfigprovider.Options{
 		Namespace:             namespace,
 		KubeconfigSecretLabel: label,
@@ -56,6 +57,7 @@ func main() {
 		entryLog.Error(err, "unable to set up provider")
 		os.Exit(1)
 	}
+	// end-snippet
 	err = mcbuilder.ControllerManagedBy(mgr).
 		Named("multicluster-configmaps").
 		For(&corev1.ConfigMap{}).
