@@ -1,14 +1,12 @@
 package kind_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/providers/kind"
 )
@@ -107,7 +106,7 @@ func TestUpstreamKindExample(t *testing.T) {
 	if err := fleet.WriteKubeconfig(0, host, "host"); err != nil {
 		t.Fatal(err)
 	}
-	out := &syncBuffer{}
+	out := &testbed.Output{}
 	cmd := exec.Command(bin)
 	cmd.Env = append(os.Environ(), "KUBECONFIG="+host)
 	cmd.Stdout, cmd.Stderr = out, out
@@ -141,22 +140,4 @@ func TestUpstreamKindExample(t *testing.T) {
 		return errors.New("the example has not reconciled default/hello-kind in cluster upstream yet")
 	})
 	t.Logf("reconciled %s after the program started", time.Since(started).Round(time.Millisecond))
-}
-
-// syncBuffer collects a program's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
