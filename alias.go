@@ -65,7 +65,9 @@ type ObjectMeta = metav1.ObjectMeta
 //
 // Deprecated: as in controller-runtime, API packages should not depend on a
 // controller library: use k8s.io/apimachinery/pkg/runtime.NewSchemeBuilder.
-type SchemeBuilder = scheme.Builder //nolint:staticcheck // the alias of a deprecated name, kept deprecated
+//
+//lint:ignore SA1019 the alias of a deprecated name, kept deprecated
+type SchemeBuilder = scheme.Builder
 
 var (
 	// ErrClusterNotFound is wrapped by errors about clusters that are not engaged.

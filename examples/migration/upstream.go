@@ -13,7 +13,6 @@ import (
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
-	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/coordinator/sharded"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -87,7 +86,7 @@ func ClusterProfiles(aps []clusterinventoryapi.AccessProvider) (*clusterinventor
 			AccessProvider: kubeconfigstrategy.AccessProviderOption{Providers: aps},
 		},
 		// Where upstream code sets NewCluster, pass the cluster options it applied:
-		ClusterOptions: []cluster.Option{pkgclusters.WithRequestTimeout(30 * time.Second)},
+		ClusterOptions: []cluster.Option{clusters.WithRequestTimeout(30 * time.Second)},
 	})
 	// end-snippet
 }
