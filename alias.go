@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -58,6 +59,15 @@ type TypeMeta = metav1.TypeMeta
 
 // ObjectMeta is metadata that all persisted resources must have.
 type ObjectMeta = metav1.ObjectMeta
+
+// SchemeBuilder builds a Scheme for API types, as controller-runtime's root
+// alias of the same name does; kept for programs of the upstream design.
+//
+// Deprecated: as in controller-runtime, API packages should not depend on a
+// controller library: use k8s.io/apimachinery/pkg/runtime.NewSchemeBuilder.
+//
+//lint:ignore SA1019 the alias of a deprecated name, kept deprecated
+type SchemeBuilder = scheme.Builder
 
 var (
 	// ErrClusterNotFound is wrapped by errors about clusters that are not engaged.

@@ -1,11 +1,11 @@
 package migration
 
 import (
-	"context"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -45,52 +45,40 @@ func Lifted() (mchandler.TypedEventHandlerFunc[*corev1.ConfigMap, mcreconcile.Re
 	return perCluster, forEU
 }
 
-// SyncingForCluster returns one cluster's source as a syncing source,
-// which upstream code gets from SyncingSource.SyncingForCluster.
-func SyncingForCluster(src mcsource.Source, name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[mcreconcile.Request], error) {
+// SyncingForCluster returns one cluster's source as a syncing source, as
+// upstream code does.
+func SyncingForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[mcreconcile.Request], error) {
 	// snippet:migration-syncing-source
-	perCluster, err := src.ForCluster(name, cl) // nil, nil: the source skips this cluster
-	if err != nil || perCluster == nil {
-		return nil, err
-	}
-	// The per-cluster sources of Kind are controller-runtime syncing
-	// sources: Start(ctx, queue), then WaitForSync(ctx).
-	syncing, ok := perCluster.(source.TypedSyncingSource[mcreconcile.Request])
-	if !ok {
-		return nil, fmt.Errorf("cluster %q: %s does not sync", name, perCluster)
-	}
-	return syncing, nil
+	var src mcsource.SyncingSource[*corev1.ConfigMap] = mcsource.Kind(&corev1.ConfigMap{},
+		mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())
+	syncing, err := src.SyncingForCluster(name, cl) // nil, nil: the source's filter refuses the cluster
 	// end-snippet
+	return syncing, err
 }
 
-// KubeconfigProvider configures the client of every cluster, which upstream
-// code does with RESTOptions.
+// KubeconfigProvider configures the client of every cluster with
+// RESTOptions, as upstream code does.
 func KubeconfigProvider() *kubeconfig.Provider {
 	// snippet:migration-rest-options
 	return kubeconfig.New(kubeconfig.Options{
 		Namespace: "fleet-system",
-		ClusterOptions: []cluster.Option{
-			pkgclusters.WithClientRateLimits(50, 100),
-			pkgclusters.WithRequestTimeout(30 * time.Second),
-		},
+		RESTOptions: []func(*rest.Config) error{func(cfg *rest.Config) error {
+			cfg.QPS, cfg.Burst = 50, 100
+			return nil
+		}},
+		// Or, for what the library offers as cluster options:
+		ClusterOptions: []cluster.Option{pkgclusters.WithRequestTimeout(30 * time.Second)},
 	})
 	// end-snippet
 }
 
-// ListClusters lists a provider's clusters, which upstream code does with
-// the kubeconfig provider's ListClusters.
-func ListClusters(ctx context.Context, p *kubeconfig.Provider) (map[multicluster.ClusterName]cluster.Cluster, error) {
+// ListClusters lists a provider's clusters with the kubeconfig provider's
+// ListClusters, as upstream code does.
+func ListClusters(p *kubeconfig.Provider) map[multicluster.ClusterName]cluster.Cluster {
 	// snippet:migration-list-clusters
-	clusters := map[multicluster.ClusterName]cluster.Cluster{}
-	for _, name := range p.ClusterNames() {
-		cl, err := p.Get(ctx, name)
-		if err != nil {
-			continue // disengaged meanwhile
-		}
-		clusters[name] = cl
-	}
+	clusters := p.ListClusters() // name → cluster, engaged ones only
 	// end-snippet
-	return clusters, nil
+	return clusters
 }
 
 // RootAliases uses the root package's type aliases.

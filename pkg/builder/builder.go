@@ -170,22 +170,26 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 		return nil, b.err
 	}
 	if b.mgr == nil {
-		return nil, errors.New("mcbuilder: must provide a non-nil Manager")
+		return nil, errors.New("must provide a non-nil Manager")
 	}
 	if r == nil && b.options.Reconciler == nil {
-		return nil, errors.New("mcbuilder: must provide a non-nil Reconciler")
+		return nil, errors.New("must provide a non-nil Reconciler")
 	}
 	if r != nil && b.options.Reconciler != nil {
-		return nil, errors.New("mcbuilder: reconciler was set via WithOptions() and via Build() or Complete()")
+		return nil, errors.New("reconciler was set via WithOptions() and via Build() or Complete()")
 	}
 	if len(b.owns) > 0 && b.forObj == nil {
-		return nil, errors.New("mcbuilder: Owns() can only be used together with For()")
+		return nil, errors.New("Owns() can only be used together with For()")
 	}
 	if b.forObj == nil && len(b.watches) == 0 && len(b.rawSources) == 0 {
-		return nil, errors.New("mcbuilder: there are no watches configured, controller will never get triggered. Use For(), Owns(), Watches() or WatchesRawSource() to set them up")
+		return nil, errors.New("there are no watches configured, controller will never get triggered. Use For(), Owns(), Watches() or WatchesRawSource() to set them up")
 	}
 	if _, ok := any(*new(request)).(mcreconcile.Request); !ok && b.forObj != nil {
-		return nil, fmt.Errorf("mcbuilder: For() can only be used with mcreconcile.Request, got %T", *new(request))
+		return nil, fmt.Errorf("For() can only be used with mcreconcile.Request, got %T", *new(request))
+	}
+
+	if err := b.checkOtherProviders(); err != nil {
+		return nil, err
 	}
 
 	options := b.options
@@ -207,7 +211,7 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 	name := b.name
 	if name == "" {
 		if b.forObj == nil {
-			return nil, errors.New("mcbuilder: one of For() or Named() must be called")
+			return nil, errors.New("one of For() or Named() must be called")
 		}
 		name = strings.ToLower(gvk.Kind)
 	}
@@ -232,6 +236,9 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 	}
 	if err := b.watch(ctrl); err != nil {
 		return nil, fmt.Errorf("mcbuilder: controller %q: %w", name, err)
+	}
+	if err := b.runOtherProviders(ctrl); err != nil {
+		return nil, err
 	}
 	return ctrl, nil
 }
@@ -292,7 +299,10 @@ func (b *TypedBuilder[request]) add(ctrl mccontroller.TypedController[request], 
 // clusters when there is a provider, the host cluster when there is not.
 func (b *TypedBuilder[request]) engageOptions(in engageInput) mcsource.EngageOptions {
 	hasProvider := b.mgr.GetProvider() != nil
-	opts := mcsource.EngageOptions{LocalCluster: !hasProvider, ProviderClusters: hasProvider, Filter: in.filter}
+	opts := mcsource.EngageOptions{LocalCluster: !hasProvider, ProviderClusters: hasProvider, Filter: withOrigin(in.from, in.filter)}
+	if in.from != nil {
+		opts.LocalCluster, opts.ProviderClusters = false, true
+	}
 	if in.local != nil {
 		opts.LocalCluster = *in.local
 	}

@@ -28,6 +28,7 @@ type engageInput struct {
 	local    *bool
 	provider *bool
 	filter   func(multicluster.ClusterName, cluster.Cluster) bool
+	from     *otherProvider // WithClustersFromProvider; nil: the manager's provider
 }
 
 // ForInput is the configuration of the For watch.

@@ -103,7 +103,8 @@ func TestTypedControllerWithOwnRequestType(t *testing.T) {
 }
 
 // The builder refuses what controller-runtime's builder refuses, with the
-// same words.
+// same words, as the upstream design's builder does: its errors start with
+// them (the upstream design's tests compare them whole).
 func TestBuilderRefusesMisuse(t *testing.T) {
 	e := newEnv(t)
 	rec := e.recorder()
@@ -139,8 +140,14 @@ func TestBuilderRefusesMisuse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.build()
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error = %v, want one containing %q", err, tc.want)
+			if tc.name == "duplicate name" { // controller-runtime's words, wrapped
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("error = %v, want one containing %q", err, tc.want)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+				t.Errorf("error = %v, want one starting with %q", err, tc.want)
 			}
 		})
 	}

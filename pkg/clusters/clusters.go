@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -30,6 +29,22 @@ type Clusters[T cluster.Cluster] struct {
 	// CacheSyncTimeout bounds how long Add waits for a cluster's cache to sync
 	// before giving up on it. Defaults to DefaultCacheSyncTimeout.
 	CacheSyncTimeout time.Duration
+
+	// WaitCacheTimeout is the upstream design's name for CacheSyncTimeout,
+	// used when CacheSyncTimeout is zero.
+	WaitCacheTimeout time.Duration
+
+	// EqualClusters, if set, tells AddOrReplace that a cluster equals the one
+	// present under its name, which then stays as it is (the function
+	// EqualClusters compares their connection). Unset: only the same
+	// instance is equal.
+	EqualClusters func(a, b T) bool
+
+	// ErrorHandler, if set, is given the errors nobody else can be given (a
+	// cluster that stopped running on its own, and is removed), with a
+	// message and key-value pairs naming the cluster, as logr's Error takes
+	// them. Unset: they are logged at error level.
+	ErrorHandler func(err error, msg string, keysAndValues ...any)
 
 	mu       sync.RWMutex
 	clusters map[multicluster.ClusterName]*entry[T]   // the current entry of each name
@@ -85,7 +100,7 @@ func (c *Clusters[T]) Add(ctx context.Context, name multicluster.ClusterName, cl
 // overlap, the newest wins. Re-adding the same instance does nothing.
 func (c *Clusters[T]) AddOrReplace(ctx context.Context, name multicluster.ClusterName, cl T, aware multicluster.Aware) error {
 	c.mu.Lock()
-	if old, ok := c.clusters[name]; ok && any(old.cl) == any(cl) && old.ctx.Err() == nil {
+	if old, ok := c.clusters[name]; ok && c.equal(old.cl, cl) && old.ctx.Err() == nil {
 		c.mu.Unlock()
 		return nil
 	}
@@ -180,12 +195,15 @@ func (c *Clusters[T]) start(name multicluster.ClusterName, e *entry[T], indexes 
 		if e.ctx.Err() == nil {
 			// The cluster died while it should run: its cache serves nothing
 			// any more. Removing it disengages it from the fleet, loudly.
-			logf.Log.WithName("clusters").Error(errOrStopped(err), "Cluster stopped running; removing it", "cluster", name)
+			c.handleError(errOrStopped(err), "Cluster stopped running; removing it", "cluster", name)
 			c.drop(name, e)
 		}
 	}()
 
 	timeout := c.CacheSyncTimeout
+	if timeout <= 0 {
+		timeout = c.WaitCacheTimeout
+	}
 	if timeout <= 0 {
 		timeout = DefaultCacheSyncTimeout
 	}

@@ -45,6 +45,7 @@ type TypedKindSource[object client.Object, request comparable] struct {
 	handler    mchandler.TypedEventHandlerFunc[object, request]
 	predicates []predicate.TypedPredicate[object]
 	filter     ClusterFilter
+	project    func(cluster.Cluster, object) (object, error) // WithProjection
 }
 
 var _ TypedSource[mcreconcile.Request] = &KindSource[client.Object]{}
@@ -72,13 +73,17 @@ func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterN
 	if k.filter != nil && !k.filter(name, cl) {
 		return nil, nil
 	}
+	obj, err := k.objectFor(name, cl)
+	if err != nil {
+		return nil, err
+	}
 	return &clusterKind[object, request]{
-		obj:        k.obj,
+		obj:        obj,
 		cache:      cl.GetCache(),
 		handler:    k.handler(name, cl),
 		predicates: k.predicates,
 		cluster:    name,
-		probe:      &listProbe{reader: cl.GetAPIReader, scheme: cl.GetScheme(), obj: k.obj},
+		probe:      &listProbe{reader: cl.GetAPIReader, scheme: cl.GetScheme(), obj: obj},
 	}, nil
 }
 

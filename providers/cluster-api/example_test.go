@@ -32,7 +32,7 @@ func ExampleNew() {
 		if err != nil {
 			return nil, err
 		}
-		return mgr, provider.SetupWithManager(ctx, mgr)
+		return mgr, provider.SetupWithManager(mgr)
 	}
 	_ = setup
 	// Output: 0 <cluster>-kubeconfig value

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	//lint:ignore SA1019 v1beta1 is deprecated upstream, and supported here for installations that serve nothing newer.
@@ -81,6 +82,19 @@ type Options struct {
 	// kubeconfig Secret may name. Default: none; kubeconfigs that need one are
 	// refused (see clusters.KubeconfigPolicy).
 	AllowedExecCommands []string
+	// GetSecret, if set, returns the kubeconfig Secret of a Cluster (an
+	// object of ObjectToWatch's type) instead of the Secret
+	// "<name>-kubeconfig" of its namespace. Its value is read under
+	// KubeconfigSecretKey. A changed Secret is seen at once only if it
+	// carries ClusterNameLabel (the provider watches those); others are read
+	// again when the Cluster changes. An error is reported on the Cluster and
+	// retried; a nil Secret withdraws the cluster as a missing one does.
+	GetSecret func(ctx context.Context, cluster client.Object) (*corev1.Secret, error)
+	// NewCluster is the upstream design's constructor of each cluster. Here
+	// clusters are built by the fleet engine (shared transports, probes, the
+	// ClusterOptions), so SetupWithManager refuses a provider that sets it:
+	// configure clusters with ClusterOptions instead.
+	NewCluster func(ctx context.Context, clusterName multicluster.ClusterName, cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error)
 }
 
 // Provider engages one cluster per ready Cluster API Cluster. Create it with
@@ -127,12 +141,23 @@ func New(opts Options) *Provider {
 // host cluster (see inventory.Kit.SetupWithManager). They read Clusters and
 // their Secrets, limited to Options.Namespaces and to Secrets labelled
 // ClusterNameLabel, with a scheme of the provider's own: the manager's scheme
-// need not know Cluster API.
-func (p *Provider) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error {
+// need not know Cluster API. It takes the manager alone, as in the upstream
+// design; SetupWithManagerContext is the same with a context, the shape of
+// the other controller-driven providers.
+func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
+	return p.SetupWithManagerContext(context.Background(), mgr)
+}
+
+// SetupWithManagerContext is SetupWithManager with a context, as the
+// kubeconfig and cluster-inventory-api providers' SetupWithManager take one.
+func (p *Provider) SetupWithManagerContext(ctx context.Context, mgr mcmanager.Manager) error {
 	switch p.opts.ObjectToWatch.(type) {
 	case *clusterv1.Cluster, *clusterv1beta1.Cluster:
 	default:
 		return fmt.Errorf("capi provider: ObjectToWatch %T is not supported: use a v1beta2 or v1beta1 Cluster of sigs.k8s.io/cluster-api/api/core", p.opts.ObjectToWatch)
+	}
+	if p.opts.NewCluster != nil {
+		return errNewCluster
 	}
 	return p.Kit.SetupWithManager(ctx, mgr)
 }
@@ -161,8 +186,7 @@ func (p *Provider) desire(ctx context.Context, r client.Reader, obj client.Objec
 		return inventory.Desired{Withdrawn: "its Cluster is not ready"}, nil
 	}
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetName() + KubeconfigSecretSuffix}
-	secret := &corev1.Secret{}
-	err := r.Get(ctx, key, secret)
+	secret, err := p.secret(ctx, r, key, obj)
 	if apierrors.IsNotFound(err) { // the credentials were withdrawn: stop using the old ones
 		return inventory.Desired{Withdrawn: "its kubeconfig Secret is gone"}, inventory.Failed(ReasonKubeconfigMissing,
 			fmt.Errorf("cluster %q: kubeconfig Secret %s not found (it must carry the label %s)", name, key, ClusterNameLabel))

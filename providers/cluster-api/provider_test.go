@@ -99,7 +99,7 @@ func (e *env) run(t *testing.T, h int, opts capi.Options, identity func(ns strin
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SetupWithManager(ctx, mgr); err != nil {
+	if err := p.SetupWithManagerContext(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := mgr.Add(e.tracker); err != nil {
@@ -364,7 +364,7 @@ func TestUnsupportedObjectToWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SetupWithManager(context.Background(), mgr); err == nil || !strings.Contains(err.Error(), "not supported") {
+	if err := p.SetupWithManager(mgr); err == nil || !strings.Contains(err.Error(), "not supported") {
 		t.Fatalf("SetupWithManager with a ConfigMap to watch: %v, want an error saying it is not supported", err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/apis/v1alpha1"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/credentials"
+	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/kubeconfigstrategy"
 )
 
 var (
@@ -63,6 +65,15 @@ type Options struct {
 	// insecure-skip-tls-verify, tls-server-name, local files and servers
 	// on loopback, link-local or the hub's address: see ProfilePolicy.
 	ProfilePolicy ProfilePolicy
+	// KubeconfigStrategyOption is the upstream design's way of setting
+	// AccessProviders: its AccessProvider.Providers are used when
+	// AccessProviders is empty. Setting both fails New.
+	KubeconfigStrategyOption kubeconfigstrategy.Option
+	// NewCluster is the upstream design's constructor of each cluster. Here
+	// clusters are built by the fleet engine (shared transports, probes, the
+	// ClusterOptions), so New refuses options that set it: configure clusters
+	// with ClusterOptions instead.
+	NewCluster func(ctx context.Context, profile *v1alpha1.ClusterProfile, cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error)
 }
 
 // ControlPlaneHealthy reports whether the profile's ControlPlaneHealthy
@@ -110,6 +121,9 @@ type Provider struct {
 // New returns a provider configured by opts. It fails if no access provider
 // is configured, or one is incomplete.
 func New(opts Options) (*Provider, error) {
+	if err := fromStrategy(&opts); err != nil {
+		return nil, err
+	}
 	if err := credentials.ValidateAccessProviders(opts.AccessProviders); err != nil {
 		return nil, fmt.Errorf("cluster-inventory-api provider: %w", err)
 	}

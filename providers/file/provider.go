@@ -281,7 +281,11 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
 	// Watch first: whatever changes after this point produces an event.
 	p.updateWatches(log, watcher)
+	p.read(log)
+}
 
+// read reads every file and applies the difference to the engaged clusters.
+func (p *Provider) read(log logr.Logger) {
 	res, listErr := p.scan()
 	if listErr != nil {
 		log.Error(listErr, "Failed to list kubeconfig files; keeping the clusters found before")

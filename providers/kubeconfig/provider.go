@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
@@ -75,6 +76,10 @@ type Options struct {
 	// logger and its Events' reporting controller. Defaults to ControllerName;
 	// set it to run two providers in one manager.
 	ControllerName string
+	// RESTOptions change the rest.Config of every cluster after it was read
+	// from its kubeconfig (rate limits, timeouts, user agent), in order. An
+	// error refuses the Secret's cluster, reported on the Secret.
+	RESTOptions []func(cfg *rest.Config) error
 }
 
 // Provider engages one cluster per labelled kubeconfig Secret. Create it with
@@ -138,6 +143,12 @@ func (p *Provider) desire(_ context.Context, _ client.Reader, s *corev1.Secret) 
 		}
 		return inventory.Desired{}, inventory.Refused(reason, fmt.Errorf("cluster %q: Secret %s/%s: kubeconfig under key %q: %w",
 			s.Name, s.Namespace, s.Name, p.opts.KubeconfigSecretKey, redact.Error(err, data)))
+	}
+	for i, opt := range p.opts.RESTOptions {
+		if err := opt(cfg); err != nil {
+			return inventory.Desired{}, inventory.Refused(ReasonInvalidKubeconfig, fmt.Errorf("cluster %q: Secret %s/%s: RESTOptions[%d]: %w",
+				s.Name, s.Namespace, s.Name, i, redact.Error(err, data)))
+		}
 	}
 	return inventory.Desired{Name: s.Name, Config: cfg, Hash: inventory.Hash(data), Sensitive: data}, nil
 }

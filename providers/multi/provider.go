@@ -15,6 +15,7 @@ import (
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -34,12 +35,22 @@ type Options struct {
 	// "<prefix><Separator><name>". Defaults to DefaultSeparator. Prefixes may
 	// not contain it.
 	Separator string
+	// LoggerSuffix, if set, is added to the name of the provider's logger
+	// ("multi-provider.<LoggerSuffix>"), to tell two multi providers apart.
+	LoggerSuffix string
+	// ChannelSize is the upstream design's size of the buffer that carried
+	// inner providers' clusters to the manager. Here they reach the fleet
+	// engine directly, with nothing to size: Start fails if it is set, so
+	// that a program tuning it learns that it tunes nothing.
+	ChannelSize int
 }
 
 // Provider composes providers under name prefixes.
 type Provider struct {
-	sep string
-	log logr.Logger
+	sep         string
+	channelSize int // Options.ChannelSize, refused by Start
+	log         logr.Logger
+	mgr         mcmanager.Manager // SetupWithManager's, for inner providers added later
 
 	mu        sync.Mutex
 	providers map[string]*innerProvider
@@ -72,11 +83,16 @@ func New(opts Options) *Provider {
 	if opts.Separator == "" {
 		opts.Separator = DefaultSeparator
 	}
+	log := logf.Log.WithName("multi-provider")
+	if opts.LoggerSuffix != "" {
+		log = log.WithName(opts.LoggerSuffix)
+	}
 	return &Provider{
-		sep:       opts.Separator,
-		log:       logf.Log.WithName("multi-provider"),
-		providers: map[string]*innerProvider{},
-		listed:    make(chan struct{}),
+		sep:         opts.Separator,
+		channelSize: opts.ChannelSize,
+		log:         log,
+		providers:   map[string]*innerProvider{},
+		listed:      make(chan struct{}),
 	}
 }
 
@@ -123,6 +139,15 @@ func (m *Provider) AddProvider(prefix string, p multicluster.Provider) error {
 			m.mu.Unlock()
 			return fmt.Errorf("multi provider: prefix %q: indexing %T by %q: %w", prefix, idx.obj, idx.field, err)
 		}
+	}
+
+	if err := m.setUp(ctx, prefix, p); err != nil {
+		m.mu.Lock()
+		if m.providers[prefix] == ip {
+			delete(m.providers, prefix)
+		}
+		m.mu.Unlock()
+		return err
 	}
 
 	m.mu.Lock()
@@ -180,6 +205,9 @@ func (m *Provider) GetProvider(prefix string) (multicluster.Provider, bool) {
 // Start starts every runnable inner provider, and those added later, until
 // ctx is done. It then waits for them to return.
 func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
+	if m.channelSize != 0 {
+		return errChannelSize
+	}
 	m.mu.Lock()
 	if m.ctx != nil {
 		m.mu.Unlock()

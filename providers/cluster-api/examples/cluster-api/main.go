@@ -58,7 +58,7 @@ func run(opts capi.Options) error {
 	if err != nil {
 		return err
 	}
-	if err := provider.SetupWithManager(ctx, mgr); err != nil {
+	if err := provider.SetupWithManager(mgr); err != nil {
 		return err
 	}
 	err = mcbuilder.ControllerManagedBy(mgr).

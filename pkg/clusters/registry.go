@@ -1,0 +1,210 @@
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// Registry records clusters by name. Added to a manager (mgr.Add(registry))
+// it is an Aware runnable: the manager engages it with every cluster of the
+// fleet, as it engages controllers, and each cluster stays recorded while its
+// engagement lasts. It starts nothing: the clusters it records are run by
+// whoever engaged them. Code that is not a controller (an aggregator, an
+// HTTP handler) reads the fleet from it with Get, ClusterNames and ForEach.
+// Clusters may also be recorded from code with Add and AddOrReplace.
+//
+// All methods are safe for concurrent use.
+type Registry[T cluster.Cluster] struct {
+	// EqualClusters, if set, tells AddOrReplace, Engage and RemoveIfEqual
+	// that two clusters are the same one (see the function EqualClusters).
+	// Unset: only the same instance is.
+	EqualClusters func(a, b T) bool
+
+	mu       sync.RWMutex
+	clusters map[multicluster.ClusterName]*registered[T]
+}
+
+// registered is one recording of a cluster: a new one per Engage or Add, so
+// that the end of an older engagement never removes a newer one.
+type registered[T cluster.Cluster] struct{ cl T }
+
+// NewRegistry returns an empty Registry.
+func NewRegistry[T cluster.Cluster]() *Registry[T] {
+	return &Registry[T]{}
+}
+
+var (
+	_ multicluster.Aware             = &Registry[cluster.Cluster]{}
+	_ manager.Runnable               = &Registry[cluster.Cluster]{}
+	_ manager.LeaderElectionRunnable = &Registry[cluster.Cluster]{}
+	_ interface {
+		ClusterNames() []multicluster.ClusterName
+	} = &Registry[cluster.Cluster]{}
+)
+
+// Engage records cl under name until ctx ends. A cluster that is not a T is
+// refused with an error naming it. Engaging a name again replaces its
+// cluster unless the two are equal (EqualClusters).
+func (r *Registry[T]) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	typed, ok := cl.(T)
+	if !ok {
+		var want T
+		return multicluster.WithCluster(name, fmt.Errorf("registry of %T: cluster is a %T", want, cl))
+	}
+	if err := ctx.Err(); err != nil {
+		return multicluster.WithCluster(name, fmt.Errorf("registry: engagement already ended: %w", err))
+	}
+	rec := r.put(name, typed, true)
+	context.AfterFunc(ctx, func() { r.removeRecord(name, rec) })
+	return nil
+}
+
+// Start runs until ctx ends, and then forgets every cluster: the manager runs
+// the registry so that it is engaged with the fleet.
+func (r *Registry[T]) Start(ctx context.Context) error {
+	<-ctx.Done()
+	r.mu.Lock()
+	r.clusters = nil
+	r.mu.Unlock()
+	return nil
+}
+
+// NeedLeaderElection is false: every replica records the clusters it runs.
+func (r *Registry[T]) NeedLeaderElection() bool { return false }
+
+// Add records cl under name, or returns an error wrapping ErrClusterExists if
+// the name is recorded already.
+func (r *Registry[T]) Add(name multicluster.ClusterName, cl T) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.clusters[name]; ok {
+		return multicluster.WithCluster(name, ErrClusterExists)
+	}
+	r.setLocked(name, &registered[T]{cl: cl})
+	return nil
+}
+
+// AddOrReplace records cl under name, replacing the cluster recorded under it
+// unless the two are equal (EqualClusters).
+func (r *Registry[T]) AddOrReplace(name multicluster.ClusterName, cl T) {
+	r.put(name, cl, true)
+}
+
+// put records cl under name and returns its record: the present one if it is
+// equal and keepEqual.
+func (r *Registry[T]) put(name multicluster.ClusterName, cl T, keepEqual bool) *registered[T] {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.clusters[name]; ok && keepEqual && r.equal(old.cl, cl) {
+		return old
+	}
+	rec := &registered[T]{cl: cl}
+	r.setLocked(name, rec)
+	return rec
+}
+
+func (r *Registry[T]) setLocked(name multicluster.ClusterName, rec *registered[T]) {
+	if r.clusters == nil {
+		r.clusters = map[multicluster.ClusterName]*registered[T]{}
+	}
+	r.clusters[name] = rec
+}
+
+// Remove forgets the cluster recorded under name, if any.
+func (r *Registry[T]) Remove(name multicluster.ClusterName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.clusters, name)
+}
+
+// RemoveIfEqual forgets the cluster recorded under name only if it equals cl
+// (EqualClusters), and reports whether it did: a caller that lost a cluster
+// does not remove the one that replaced it.
+func (r *Registry[T]) RemoveIfEqual(name multicluster.ClusterName, cl T) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if old, ok := r.clusters[name]; ok && r.equal(old.cl, cl) {
+		delete(r.clusters, name)
+		return true
+	}
+	return false
+}
+
+// removeRecord forgets name if rec is still its record.
+func (r *Registry[T]) removeRecord(name multicluster.ClusterName, rec *registered[T]) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.clusters[name] == rec {
+		delete(r.clusters, name)
+	}
+}
+
+// Get returns the cluster recorded under name, or an error wrapping
+// multicluster.ErrClusterNotFound.
+func (r *Registry[T]) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
+	cl, err := r.GetTyped(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// GetTyped is Get with the cluster's concrete type.
+func (r *Registry[T]) GetTyped(_ context.Context, name multicluster.ClusterName) (T, error) {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	rec, ok := r.clusters[name]
+	if !ok {
+		var zero T
+		return zero, multicluster.WithCluster(name, multicluster.ErrClusterNotFound)
+	}
+	return rec.cl, nil
+}
+
+// ClusterNames returns the names recorded, sorted.
+func (r *Registry[T]) ClusterNames() []multicluster.ClusterName {
+	r.mu.RLock()
+	names := make([]multicluster.ClusterName, 0, len(r.clusters))
+	for name := range r.clusters {
+		names = append(names, name)
+	}
+	r.mu.RUnlock()
+	slices.Sort(names)
+	return names
+}
+
+// ForEach calls fn for each cluster recorded, in the order of their names,
+// until fn returns false. fn runs without the registry's lock: it may call
+// the registry, and sees the clusters recorded when ForEach was called.
+func (r *Registry[T]) ForEach(fn func(name multicluster.ClusterName, cl T) bool) {
+	r.mu.RLock()
+	snapshot := make(map[multicluster.ClusterName]T, len(r.clusters))
+	for name, rec := range r.clusters {
+		snapshot[name] = rec.cl
+	}
+	r.mu.RUnlock()
+	names := make([]multicluster.ClusterName, 0, len(snapshot))
+	for name := range snapshot {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		if !fn(name, snapshot[name]) {
+			return
+		}
+	}
+}
+
+func (r *Registry[T]) equal(a, b T) bool {
+	if any(a) == any(b) {
+		return true
+	}
+	return r.EqualClusters != nil && r.EqualClusters(a, b)
+}

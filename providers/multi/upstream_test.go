@@ -1,0 +1,92 @@
+package multi
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	"github.com/mcruntime/multicluster-runtime/providers/nop"
+)
+
+func TestChannelSizeIsRefused(t *testing.T) {
+	err := New(Options{ChannelSize: 10}).Start(t.Context(), multicluster.AwareFunc(nil))
+	if err == nil || !strings.Contains(err.Error(), "ChannelSize has no effect here") {
+		t.Fatalf("Start with ChannelSize: %v", err)
+	}
+}
+
+func TestAsRunnable(t *testing.T) {
+	p := nop.New()
+	r := AsRunnable(p)
+	if r.(waiting).Provider != p {
+		t.Fatal("AsRunnable does not serve the provider it was given")
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx, multicluster.AwareFunc(nil)) }()
+	select {
+	case err := <-done:
+		t.Fatalf("Start returned before its context ended: %v", err)
+	default:
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	runnable := New(Options{})
+	if AsRunnable(runnable) != RunnableProvider(runnable) {
+		t.Fatal("AsRunnable wraps a provider that runs already")
+	}
+}
+
+// setUpRecorder is a ManagerSetupProvider that records its set-ups.
+type setUpRecorder struct {
+	multicluster.Provider
+	mu   sync.Mutex
+	mgrs []mcmanager.Manager
+	err  error
+}
+
+func (s *setUpRecorder) SetupWithManager(_ context.Context, mgr mcmanager.Manager) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mgrs = append(s.mgrs, mgr)
+	return s.err
+}
+
+// SetupWithManager sets up the inner providers present and added later,
+// once each; a failed set-up refuses the provider.
+func TestSetupWithManagerSetsUpInnerProviders(t *testing.T) {
+	m := New(Options{})
+	before, after := &setUpRecorder{Provider: nop.New()}, &setUpRecorder{Provider: nop.New()}
+	if err := m.AddProvider("before", before); err != nil {
+		t.Fatal(err)
+	}
+	mgr := fleettest.NewManager(t, fleet.Config(0), m)
+	if err := m.SetupWithManager(t.Context(), mgr); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.SetupWithManager(t.Context(), mgr); err == nil {
+		t.Fatal("a second SetupWithManager succeeded")
+	}
+	if err := m.AddProvider("after", after); err != nil {
+		t.Fatal(err)
+	}
+	for name, p := range map[string]*setUpRecorder{"before": before, "after": after} {
+		if len(p.mgrs) != 1 || p.mgrs[0] != mgr {
+			t.Errorf("%s: set up with %v, want the manager once", name, p.mgrs)
+		}
+	}
+	failing := &setUpRecorder{Provider: nop.New(), err: errors.New("no RBAC")}
+	if err := m.AddProvider("failing", failing); err == nil || !strings.Contains(err.Error(), "no RBAC") {
+		t.Fatalf("AddProvider of a provider that fails its set-up: %v", err)
+	}
+	if _, ok := m.GetProvider("failing"); ok {
+		t.Fatal("a provider whose set-up failed was registered")
+	}
+}
