@@ -40,7 +40,7 @@ func scaleRounds(b *testing.B) int {
 // ratioUnits are the figures of the multicluster line that are ratios to the
 // floor of the same round: with several rounds, their median line also
 // carries their min and max (unit-min, unit-max) to show the spread.
-var ratioUnits = []string{"time-ratio", "cpu-ratio", "heap-ratio"}
+var ratioUnits = []string{"time-ratio", "cpu-ratio", "heap-ratio", "event-cpu-ratio"}
 
 // medianFigures is, for each unit of the rounds' lines (every round reports
 // the same units in the same order), the median over the rounds; with spread,
