@@ -380,7 +380,14 @@ func (w *objectWriter) applyEach(b *testing.B, n int, apply func(i int) error) {
 	for range 8 {
 		wg.Go(func() {
 			for i := int(next.Add(1)) - 1; i < n; i = int(next.Add(1)) - 1 {
-				if err := apply(i); err != nil {
+				// A busy API server may drop the writer's connection (seen
+				// once at 1,000 clusters): the write is retried on a new one.
+				err := apply(i)
+				for attempt := 1; err != nil && attempt < 5; attempt++ {
+					time.Sleep(time.Duration(attempt) * 200 * time.Millisecond)
+					err = apply(i)
+				}
+				if err != nil {
 					failed.Store(err)
 					return
 				}
