@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -87,29 +86,11 @@ func BenchmarkScaleObjects(b *testing.B) {
 	b.Run(fmt.Sprintf("objects=%dx%d", spec.clusters, spec.perCluster()), func(b *testing.B) {
 		warmGoroutines(16 * spec.clusters)
 		idle := idleBaseline(b)
-		var mcRounds, floorRounds [][]figure
-		for r := range rounds {
-			var mc, floor objectsResult
-			sides := []func(){
-				func() { waitIdle(b, idle, "multicluster"); mc = objectsMultiCluster(b, spec, w, r+1) },
-				func() { waitIdle(b, idle, "client-go"); floor = objectsFloor(b, spec, w, r+1) },
-			}
-			if r%2 == 1 {
-				slices.Reverse(sides)
-			}
-			for _, side := range sides {
-				side()
-			}
-			mcRounds = append(mcRounds, mc.besideFloor(spec, floor))
-			floorRounds = append(floorRounds, floor.figures(spec))
-			if rounds > 1 {
-				report(b, fmt.Sprintf("multicluster-round%d", r+1), mcRounds[r]...)
-				report(b, fmt.Sprintf("client-go-round%d", r+1), floorRounds[r]...)
-			}
-		}
-		waitIdle(b, idle, "what follows")
-		report(b, "multicluster", medianFigures(mcRounds, rounds > 1)...)
-		report(b, "client-go", medianFigures(floorRounds, false)...)
+		var mc, floor objectsResult
+		alternateRounds(b, rounds, idle,
+			func(round int) { mc = objectsMultiCluster(b, spec, w, round) },
+			func(round int) { floor = objectsFloor(b, spec, w, round) },
+			func() ([]figure, []figure) { return mc.besideFloor(spec, floor), floor.figures(spec) })
 	})
 }
 
@@ -201,14 +182,31 @@ func objectsMultiCluster(b *testing.B, s objectSpec, w *objectWriter, round int)
 	g0 := runtime.NumGoroutine()
 	stop := run(b, mgr)
 	defer stop()
+	return measured(b, s, w, side{name: "multicluster", begin: begin, cpu0: cpu0, heap0: heap0, g0: g0, done: total.Load, stopProfile: stopProfile})
+}
+
+// side is what one side of BenchmarkScaleObjects started from.
+type side struct {
+	name        string
+	begin       time.Time
+	cpu0        time.Duration
+	heap0       uint64
+	g0          int
+	done        func() int64 // reconciles so far
+	stopProfile func()
+}
+
+// measured waits until every object is reconciled and measures the side's
+// sync, then its update events.
+func measured(b *testing.B, s objectSpec, w *objectWriter, sd side) objectsResult {
 	want := int64(s.objects())
-	waitForLong(b, "every reconcile", func() bool { return total.Load() >= want })
-	r := objectsResult{all: time.Since(begin), cpu: processCPU() - cpu0}
-	stopProfile()
+	waitForLong(b, "every reconcile", func() bool { return sd.done() >= want })
+	r := objectsResult{all: time.Since(sd.begin), cpu: processCPU() - sd.cpu0}
+	sd.stopProfile()
 	heap1, g1 := heapAndGoroutines()
-	r.heap, r.goroutines = int64(heap1)-int64(heap0), g1-g0
-	writeProfiles(b, fmt.Sprintf("objects-multicluster-%d", s.clusters))
-	r.events, r.eventCPU = w.updateAll(b, s, func() bool { return total.Load() >= want+int64(s.clusters*s.configMaps) })
+	r.heap, r.goroutines = int64(heap1)-int64(sd.heap0), g1-sd.g0
+	writeProfiles(b, fmt.Sprintf("objects-%s-%d", sd.name, s.clusters))
+	r.events, r.eventCPU = w.updateAll(b, s, func() bool { return sd.done() >= want+int64(s.clusters*s.configMaps) })
 	return r
 }
 
@@ -309,15 +307,7 @@ func objectsFloor(b *testing.B, s objectSpec, w *objectWriter, round int) object
 		q.ShutDown()
 		workers.Wait()
 	}()
-	want := int64(s.objects())
-	waitForLong(b, "every reconcile", func() bool { return done.Load() >= want })
-	r := objectsResult{all: time.Since(begin), cpu: processCPU() - cpu0}
-	stopProfile()
-	heap1, g1 := heapAndGoroutines()
-	r.heap, r.goroutines = int64(heap1)-int64(heap0), g1-g0
-	writeProfiles(b, fmt.Sprintf("objects-client-go-%d", s.clusters))
-	r.events, r.eventCPU = w.updateAll(b, s, func() bool { return done.Load() >= want+int64(s.clusters*s.configMaps) })
-	return r
+	return measured(b, s, w, side{name: "client-go", begin: begin, cpu0: cpu0, heap0: heap0, g0: g0, done: done.Load, stopProfile: stopProfile})
 }
 
 // objectWriter writes the benchmark's objects with server-side apply, over
