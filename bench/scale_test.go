@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -103,29 +102,11 @@ func BenchmarkScale(b *testing.B) {
 				s := idleBaseline(b)
 				idle = &s
 			}
-			var mcRounds, floorRounds [][]figure
-			for r := range rounds {
-				var mc, floor scaleResult
-				sides := []func(){
-					func() { waitIdle(b, *idle, "multicluster"); mc = scaleMultiCluster(b, n, ns, r+1) },
-					func() { waitIdle(b, *idle, "client-go"); floor = scaleFloor(b, n, ns, r+1) },
-				}
-				if r%2 == 1 {
-					slices.Reverse(sides)
-				}
-				for _, side := range sides {
-					side()
-				}
-				mcRounds = append(mcRounds, mc.besideFloor(n, floor))
-				floorRounds = append(floorRounds, floor.figures(n))
-				if rounds > 1 {
-					report(b, fmt.Sprintf("multicluster-round%d", r+1), mcRounds[r]...)
-					report(b, fmt.Sprintf("client-go-round%d", r+1), floorRounds[r]...)
-				}
-			}
-			waitIdle(b, *idle, "what follows") // the next size, or the leak check
-			report(b, "multicluster", medianFigures(mcRounds, rounds > 1)...)
-			report(b, "client-go", medianFigures(floorRounds, false)...)
+			var mc, floor scaleResult
+			alternateRounds(b, rounds, *idle,
+				func(round int) { mc = scaleMultiCluster(b, n, ns, round) },
+				func(round int) { floor = scaleFloor(b, n, ns, round) },
+				func() ([]figure, []figure) { return mc.besideFloor(n, floor), floor.figures(n) })
 		})
 	}
 }
@@ -239,7 +220,7 @@ func scaleMultiCluster(b *testing.B, n int, ns string, round int) scaleResult {
 
 // scaleFloor is the same work with bare client-go: an informer per cluster
 // (listing and watching ConfigMaps with the same field selector, managed
-// fields stripped as controller-runtime's cache does), started all at once
+// fields stripped as NewCluster's cache does), started all at once
 // and reconciled by 16 workers from one workqueue, each reading the object
 // from its cluster's informer cache.
 func scaleFloor(b *testing.B, n int, ns string, round int) scaleResult {

@@ -40,7 +40,7 @@ func scaleRounds(b *testing.B) int {
 // ratioUnits are the figures of the multicluster line that are ratios to the
 // floor of the same round: with several rounds, their median line also
 // carries their min and max (unit-min, unit-max) to show the spread.
-var ratioUnits = []string{"time-ratio", "cpu-ratio", "heap-ratio"}
+var ratioUnits = []string{"time-ratio", "cpu-ratio", "heap-ratio", "event-cpu-ratio"}
 
 // medianFigures is, for each unit of the rounds' lines (every round reports
 // the same units in the same order), the median over the rounds; with spread,
@@ -318,4 +318,35 @@ func cpuProfile(b *testing.B, name string) (stop func()) {
 			}
 		})
 	}
+}
+
+// alternateRounds measures the library's side (mc) and the floor's in
+// rounds, alternating which goes first (round 1 the library, round 2 the
+// floor, ...), each after waitIdle; after each round, figures gives the two
+// lines of that round. With more than one round, each round's lines are
+// reported (KIND-roundR); then, after the last side's teardown, the median
+// lines (see medianFigures).
+func alternateRounds(b *testing.B, rounds int, idle idleState, mc, floor func(round int), figures func() (mc, floor []figure)) {
+	var mcRounds, floorRounds [][]figure
+	for r := range rounds {
+		sides := []func(){
+			func() { waitIdle(b, idle, "multicluster"); mc(r + 1) },
+			func() { waitIdle(b, idle, "client-go"); floor(r + 1) },
+		}
+		if r%2 == 1 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			side()
+		}
+		m, f := figures()
+		mcRounds, floorRounds = append(mcRounds, m), append(floorRounds, f)
+		if rounds > 1 {
+			report(b, fmt.Sprintf("multicluster-round%d", r+1), m...)
+			report(b, fmt.Sprintf("client-go-round%d", r+1), f...)
+		}
+	}
+	waitIdle(b, idle, "what follows") // the next size, or the leak check
+	report(b, "multicluster", medianFigures(mcRounds, rounds > 1)...)
+	report(b, "client-go", medianFigures(floorRounds, false)...)
 }

@@ -64,7 +64,9 @@ func run(ctx context.Context, host *rest.Config, kubeconfigs []string, opts mcma
 		return err
 	}
 	err = mcbuilder.ControllerManagedBy(mgr).
-		For(&corev1.ConfigMap{}).
+		// The reconciler reads nothing but the request: a metadata-only watch
+		// caches each ConfigMap's metadata, not its data.
+		For(&corev1.ConfigMap{}, mcbuilder.OnlyMetadata).
 		Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (mcreconcile.Result, error) {
 			fmt.Fprintln(out, "reconciled", req)
 			return mcreconcile.Result{}, nil

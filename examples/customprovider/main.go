@@ -26,7 +26,9 @@ func main() {
 	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), NewProvider(*dir, 10*time.Second), mcmanager.Options{})
 	if err == nil {
 		err = mcbuilder.ControllerManagedBy(mgr).
-			For(&corev1.ConfigMap{}).
+			// The reconciler reads nothing but the request: a metadata-only watch
+			// caches each ConfigMap's metadata, not its data.
+			For(&corev1.ConfigMap{}, mcbuilder.OnlyMetadata).
 			Complete(mcreconcile.Func(func(ctx context.Context, req mcreconcile.Request) (mcreconcile.Result, error) {
 				fmt.Println("reconciled", req)
 				return mcreconcile.Result{}, nil

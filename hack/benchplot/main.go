@@ -79,6 +79,12 @@ var Plots = []plot{
 	{file: "scale-engine-lock", family: "Scale", title: "Waits for the fleet engine's lock until every object is reconciled, summed over goroutines",
 		axis: "µs waited per cluster (lower is better)", xaxis: "clusters",
 		series: []series{{"µs-engine-lock/cluster", "multicluster-runtime", "multicluster"}}},
+	objectsPlot("scale-objects-heap", "Heap per cluster with 250 objects written with server-side apply, beside bare client-go informers",
+		"KB per cluster (lower is better)", "KB-heap/cluster"),
+	objectsPlot("scale-objects-event-cpu", "CPU per update event with 250 objects per cluster, beside bare client-go informers",
+		"µs of CPU per event (lower is better)", "µs-cpu/event"),
+	objectsPlot("scale-objects-all-reconciled", "Clusters with 250 objects each: time until every object is reconciled",
+		"seconds (lower is better)", "s/all-reconciled"),
 	{file: "probe-cpu", family: "ProbeCost", title: "CPU per health probe, 1,000 engaged clusters at the default interval",
 		axis: "µs of CPU per probe (lower is better)", xaxis: "",
 		series: []series{{"cpu-µs/probe", "multicluster-runtime", ""}}},
@@ -90,6 +96,16 @@ var Plots = []plot{
 func scalePlot(file, title, axis, unit, label string) plot {
 	return plot{file: file, family: "Scale", title: title, axis: axis, xaxis: "clusters", series: []series{
 		{unit, label, "multicluster"}, {unit, "bare client-go informers (floor)", "client-go"},
+	}}
+}
+
+// objectsPlot draws a metric of the ScaleObjects benchmark by fleet size and
+// objects per cluster, beside bare client-go informers with their defaults
+// measured in the same run.
+func objectsPlot(file, title, axis, unit string) plot {
+	return plot{file: file, family: "ScaleObjects", title: title, axis: axis, xaxis: "clusters x objects per cluster", series: []series{
+		{unit, "multicluster-runtime (member caches without managed fields)", "multicluster"},
+		{unit, "bare client-go informers, defaults (floor)", "client-go"},
 	}}
 }
 

@@ -41,6 +41,17 @@ import (
 //     uncached API reader (GetAPIReader) and the event recorders with their
 //     broadcasters. cluster.New builds both for every cluster, about 4 KB of
 //     the 11 KB a cluster costs before its cache holds anything.
+//   - The cache holds what controllers read: objects are stored without
+//     metadata.managedFields and the LastAppliedAnnotation (see
+//     TransformStripFieldManagement), before any transform of opts, which
+//     still runs; KeepManagedFields keeps both. Writes are unaffected: the
+//     API server computes field ownership from each request and the object
+//     it stores, never from a client's copy (an Update that omits
+//     managedFields leaves them as they are; server-side apply sends only the
+//     fields applied). An Update (PUT) of an object read from the cache does
+//     drop its LastAppliedAnnotation on the server, as it would drop any
+//     annotation missing from the request; Patch and server-side apply do
+//     not.
 func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
@@ -73,8 +84,8 @@ func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, erro
 			return m, nil
 		},
 	}
-	for _, opt := range opts {
-		opt(&o)
+	if !applyOptions(&o, opts) {
+		o.Cache = stripFieldManagementFirst(o.Cache)
 	}
 	cl, err := assemble(cfg, o)
 	if err != nil {

@@ -29,7 +29,8 @@ import (
 // Started with an Aware that is not the manager (a test's tracker, say),
 // Members runs an engine of its own for that Aware.
 type Members struct {
-	// ClusterOptions are applied to every cluster built.
+	// ClusterOptions are applied to every cluster built, after those of the
+	// manager (OptionsFromContext of the engine's Build).
 	ClusterOptions []cluster.Option
 	// Refresh, if set, is called with a cluster's name when the cluster rejects
 	// its credentials: the provider re-reads its source and calls Set again if
@@ -157,7 +158,9 @@ func (m *Members) build(ctx context.Context, cfg *rest.Config) (cluster.Cluster,
 	if err := probe(ctx, cfg); err != nil {
 		return nil, err
 	}
-	cl, err := NewCluster(rest.CopyConfig(cfg), m.ClusterOptions...)
+	// The manager's options (see ContextWithOptions) come first: the
+	// provider's own are more specific.
+	cl, err := NewCluster(rest.CopyConfig(cfg), append(OptionsFromContext(ctx), m.ClusterOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager/signals"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	clustersprovider "github.com/mcruntime/multicluster-runtime/providers/clusters"
 )
@@ -34,4 +35,18 @@ func ExampleManager_GetCluster() {
 		return // wraps multicluster.ErrClusterNotFound if cluster-a left the fleet
 	}
 	_ = cl.GetClient() // reads and writes cluster-a
+}
+
+// Cluster options for every member the fleet engine builds, whichever
+// provider publishes it: here, member caches keep the managed fields they
+// otherwise drop.
+func ExampleWithClusterOptions() {
+	provider := clustersprovider.New()
+	mgr, err := mcmanager.New(config.GetConfigOrDie(), provider, mcmanager.Options{},
+		mcmanager.WithClusterOptions(clusters.KeepManagedFields()),
+	)
+	if err != nil {
+		os.Exit(1)
+	}
+	_ = mgr
 }

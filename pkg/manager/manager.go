@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleetreader"
@@ -109,8 +110,9 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 		opt(&o)
 	}
 	m := &mcManager{
-		Manager:  mgr,
-		provider: provider,
+		Manager:        mgr,
+		provider:       provider,
+		clusterOptions: o.clusterOptions,
 	}
 	engineOpts := fleet.Options{
 		Logger:           mgr.GetLogger().WithName("fleet"),
@@ -173,9 +175,10 @@ type mcManager struct {
 	fleetReader     fleetReaderOnce
 	// host runs the host's work on the replica that owns it; nil without
 	// sharding (see hostwork.go), as is adm, the coordinator.
-	host  *hostWork
-	adm   hostAdmission
-	local *hostManager // GetLocalManager under sharding
+	host           *hostWork
+	adm            hostAdmission
+	local          *hostManager                                    // GetLocalManager under sharding
+	clusterOptions func(multicluster.ClusterName) []cluster.Option // nil unless WithClusterOptions
 }
 
 // ReconcileRecorder is implemented by the Multi-Cluster Manager: controllers
@@ -279,6 +282,14 @@ func (m *mcManager) SetMember(member fleet.Member) {
 	if name := member.Name; name == LocalCluster {
 		m.GetLogger().Error(errors.New(`the cluster name "" is reserved for the host cluster`), "Ignoring member")
 		return
+	}
+	if build := member.Build; build != nil && m.clusterOptions != nil {
+		// The provider's builder (pkg/clusters.Members) reads them from the
+		// context; see clusters.ContextWithOptions.
+		name := member.Name
+		member.Build = func(ctx context.Context) (cluster.Cluster, error) {
+			return build(clusters.ContextWithOptions(ctx, m.clusterOptions(name)...))
+		}
 	}
 	m.fleet.SetMember(member)
 }

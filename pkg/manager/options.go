@@ -3,10 +3,12 @@ package manager
 import (
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // Option configures what the Multi-Cluster Manager adds to controller-runtime's
@@ -19,6 +21,7 @@ type options struct {
 	cacheSyncTimeout time.Duration
 	listingTimeout   time.Duration
 	sharding         func(manager.Manager) (fleet.Admission, error)
+	clusterOptions   func(multicluster.ClusterName) []cluster.Option
 }
 
 // HealthOptions configure the probes of engaged clusters: every engaged
@@ -98,4 +101,34 @@ var _ fleet.DrainBound = &sharding.Coordinator{}
 // the overrun is logged. Default fleet.DefaultListingTimeout (1 minute).
 func WithListingTimeout(d time.Duration) Option {
 	return func(o *options) { o.listingTimeout = d }
+}
+
+// WithClusterOptions applies opts to every cluster the manager's fleet engine
+// builds for a provider (file, kubeconfig, kind, cluster-api,
+// cluster-inventory-api, and every provider built on pkg/clusters.Members or
+// pkg/inventory), before the provider's own ClusterOptions: what Options.Cache
+// and its neighbours are to the host cluster, these are to the members. For
+// example, clusters.KeepManagedFields() keeps the managed fields every member
+// cache otherwise drops, and clusters.WithCacheByObject selects what members
+// cache of a type. Clusters a provider builds and engages itself (the
+// clusters, single and namespace providers, custom providers that call
+// Engage) are built by their owner and do not get them. Options given more
+// than once add up.
+func WithClusterOptions(opts ...cluster.Option) Option {
+	return WithClusterOptionsFor(func(multicluster.ClusterName) []cluster.Option { return opts })
+}
+
+// WithClusterOptionsFor is WithClusterOptions with options chosen per
+// cluster: forCluster is called with the cluster's name each time the engine
+// builds it, e.g. to keep managed fields in one member only.
+func WithClusterOptionsFor(forCluster func(name multicluster.ClusterName) []cluster.Option) Option {
+	return func(o *options) {
+		prev := o.clusterOptions
+		o.clusterOptions = func(name multicluster.ClusterName) []cluster.Option {
+			if prev == nil {
+				return forCluster(name)
+			}
+			return append(prev(name), forCluster(name)...)
+		}
+	}
 }
