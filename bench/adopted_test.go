@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -69,35 +68,14 @@ func BenchmarkAdopted(b *testing.B) {
 				s := idleBaseline(b)
 				idle = &s
 			}
-			var mcRounds, floorRounds [][]figure
-			for r := range rounds {
-				var mc, floor scaleResult
-				sides := []func(){
-					func() {
-						waitIdle(b, *idle, "adopted")
-						mc = adoptedRun(b, n, ns, serial, fmt.Sprintf("adopted-%s-%d-round%d", mode, n, r+1))
-					},
-					func() {
-						waitIdle(b, *idle, "client-go")
-						floor = scaleFloor(b, n, ns, serial, fmt.Sprintf("client-go-%s-%d-round%d", mode, n, r+1))
-					},
-				}
-				if r%2 == 1 {
-					slices.Reverse(sides)
-				}
-				for _, side := range sides {
-					side()
-				}
-				mcRounds = append(mcRounds, mc.beside(n, floor))
-				floorRounds = append(floorRounds, floor.figures(n))
-				if rounds > 1 {
-					report(b, fmt.Sprintf("multicluster-round%d", r+1), mcRounds[r]...)
-					report(b, fmt.Sprintf("client-go-round%d", r+1), floorRounds[r]...)
-				}
-			}
-			waitIdle(b, *idle, "what follows")
-			report(b, "multicluster", medianFigures(mcRounds, rounds > 1)...)
-			report(b, "client-go", medianFigures(floorRounds, false)...)
+			alternateRounds(b, n, rounds, *idle, "adopted",
+				func(r int) scaleResult {
+					return adoptedRun(b, n, ns, serial, fmt.Sprintf("adopted-%s-%d-round%d", mode, n, r))
+				},
+				func(r int) scaleResult {
+					return scaleFloor(b, n, ns, serial, fmt.Sprintf("client-go-%s-%d-round%d", mode, n, r))
+				},
+				func(mc, floor scaleResult) []figure { return mc.beside(n, floor) })
 		})
 	}
 }

@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -103,32 +102,10 @@ func BenchmarkScale(b *testing.B) {
 				s := idleBaseline(b)
 				idle = &s
 			}
-			var mcRounds, floorRounds [][]figure
-			for r := range rounds {
-				var mc, floor scaleResult
-				sides := []func(){
-					func() { waitIdle(b, *idle, "multicluster"); mc = scaleMultiCluster(b, n, ns, r+1) },
-					func() {
-						waitIdle(b, *idle, "client-go")
-						floor = scaleFloor(b, n, ns, false, fmt.Sprintf("client-go-%d-round%d", n, r+1))
-					},
-				}
-				if r%2 == 1 {
-					slices.Reverse(sides)
-				}
-				for _, side := range sides {
-					side()
-				}
-				mcRounds = append(mcRounds, mc.besideFloor(n, floor))
-				floorRounds = append(floorRounds, floor.figures(n))
-				if rounds > 1 {
-					report(b, fmt.Sprintf("multicluster-round%d", r+1), mcRounds[r]...)
-					report(b, fmt.Sprintf("client-go-round%d", r+1), floorRounds[r]...)
-				}
-			}
-			waitIdle(b, *idle, "what follows") // the next size, or the leak check
-			report(b, "multicluster", medianFigures(mcRounds, rounds > 1)...)
-			report(b, "client-go", medianFigures(floorRounds, false)...)
+			alternateRounds(b, n, rounds, *idle, "multicluster",
+				func(r int) scaleResult { return scaleMultiCluster(b, n, ns, r) },
+				func(r int) scaleResult { return scaleFloor(b, n, ns, false, fmt.Sprintf("client-go-%d-round%d", n, r)) },
+				func(mc, floor scaleResult) []figure { return mc.besideFloor(n, floor) })
 		})
 	}
 }

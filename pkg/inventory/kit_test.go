@@ -211,6 +211,22 @@ func TestStartRefusedTwiceOrWithoutSetup(t *testing.T) {
 	}
 }
 
+// runListing runs a kit in listing mode on ctx, engaging a tracker, until
+// the test ends.
+func runListing(t *testing.T, ctx context.Context, kit *inventory.Kit[client.Object]) *fleettest.Tracker {
+	ctx, cancel := context.WithCancel(ctx)
+	tr := fleettest.NewTracker()
+	done := make(chan error, 1)
+	go func() { done <- kit.Start(ctx, tr) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return tr
+}
+
 // listed is an inventory for the kit's listing mode.
 type listed struct {
 	desired []inventory.Desired
@@ -218,8 +234,6 @@ type listed struct {
 }
 
 func TestListingMode(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	inv := make(chan listed, 1)
 	last := listed{}
 	kit := inventory.New(inventory.Options[client.Object]{
@@ -233,15 +247,7 @@ func TestListingMode(t *testing.T) {
 			return last.desired, last.err
 		},
 	})
-	tr := fleettest.NewTracker()
-	done := make(chan error, 1)
-	go func() { done <- kit.Start(ctx, tr) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	tr := runListing(t, context.Background(), kit)
 	want := func(w map[multicluster.ClusterName]int) { t.Helper(); fleettest.ExpectEngaged(t, tr, w) }
 
 	inv <- listed{desired: []inventory.Desired{
@@ -268,8 +274,6 @@ func TestListingMode(t *testing.T) {
 // once the holder is no longer listed.
 func TestListingModeOneNameOneSource(t *testing.T) {
 	logs := &fleettest.LogBuffer{}
-	ctx, cancel := context.WithCancel(logf.IntoContext(context.Background(), logs.Logger()))
-	defer cancel()
 	var mu sync.Mutex
 	var current []inventory.Desired
 	set := func(d ...inventory.Desired) { mu.Lock(); defer mu.Unlock(); current = d }
@@ -282,15 +286,7 @@ func TestListingModeOneNameOneSource(t *testing.T) {
 			return current, nil
 		},
 	})
-	tr := fleettest.NewTracker()
-	done := make(chan error, 1)
-	go func() { done <- kit.Start(ctx, tr) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	tr := runListing(t, logf.IntoContext(context.Background(), logs.Logger()), kit)
 	one := inventory.Desired{Name: "a", Config: fleet.Config(1), Hash: "1"}
 	two := inventory.Desired{Name: "a", Config: fleet.Config(2), Hash: "2"}
 	reports := func() int { return strings.Count(logs.String(), "Skipping listed clusters that share a name") }
