@@ -105,7 +105,7 @@ func BenchmarkScale(b *testing.B) {
 			var mc, floor scaleResult
 			alternateRounds(b, rounds, *idle,
 				func(round int) { mc = scaleMultiCluster(b, n, ns, round) },
-				func(round int) { floor = scaleFloor(b, n, ns, round) },
+				func(round int) { floor = scaleFloor(b, n, ns, false, fmt.Sprintf("client-go-%d-round%d", n, round)) },
 				func() ([]figure, []figure) { return mc.besideFloor(n, floor), floor.figures(n) })
 		})
 	}
@@ -220,10 +220,13 @@ func scaleMultiCluster(b *testing.B, n int, ns string, round int) scaleResult {
 
 // scaleFloor is the same work with bare client-go: an informer per cluster
 // (listing and watching ConfigMaps with the same field selector, managed
-// fields stripped as NewCluster's cache does), started all at once
-// and reconciled by 16 workers from one workqueue, each reading the object
-// from its cluster's informer cache.
-func scaleFloor(b *testing.B, n int, ns string, round int) scaleResult {
+// fields stripped as controller-runtime's cache does), started all at once
+// (serial: one after another, each once the one before has synced, the
+// workers starting after the last) and reconciled by 16 workers from one
+// workqueue, each reading the object from
+// its cluster's informer cache. profile names its CPU profile (see
+// cpuProfile).
+func scaleFloor(b *testing.B, n int, ns string, serial bool, profile string) scaleResult {
 	type key struct {
 		cluster int
 		types.NamespacedName
@@ -231,7 +234,7 @@ func scaleFloor(b *testing.B, n int, ns string, round int) scaleResult {
 	var done atomic.Int64
 	heap0, g0 := heapAndGoroutines()
 	writeProfiles(b, fmt.Sprintf("client-go-%d-start", n))
-	stopProfile := cpuProfile(b, fmt.Sprintf("client-go-%d-round%d", n, round))
+	stopProfile := cpuProfile(b, profile)
 	defer stopProfile()
 	begin, cpu0 := time.Now(), processCPU()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -239,7 +242,7 @@ func scaleFloor(b *testing.B, n int, ns string, round int) scaleResult {
 	informers := make([]toolscache.SharedIndexInformer, n)
 	var started sync.WaitGroup
 	for i := range n {
-		started.Go(func() {
+		start := func() {
 			cs, err := corev1client.NewForConfig(config())
 			if err != nil {
 				b.Error(err)
@@ -265,7 +268,19 @@ func scaleFloor(b *testing.B, n int, ns string, round int) scaleResult {
 			}
 			informers[i] = inf
 			go inf.Run(ctx.Done())
-		})
+		}
+		if !serial {
+			started.Go(start)
+			continue
+		}
+		start()
+		if inf := informers[i]; inf != nil {
+			select {
+			case <-inf.HasSyncedChecker().Done():
+			case <-time.After(2 * time.Minute):
+				b.Fatalf("informer %d did not sync in 2 minutes", i)
+			}
+		}
 	}
 	started.Wait()
 	var workers sync.WaitGroup

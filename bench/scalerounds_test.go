@@ -37,6 +37,41 @@ func scaleRounds(b *testing.B) int {
 	return k
 }
 
+// alternateResultRounds is alternateRounds for sides that return their
+// results: it measures the library's side and the floor in
+// alternated rounds (round 1 the library first, round 2 the floor first,
+// ...), each side once the process and the API server are back at idle
+// (waitIdle; the library's side is named library in its log line), and
+// reports each round's lines when there are several (multicluster-roundR
+// with beside's figures, client-go-roundR with the floor's for n clusters)
+// and the medians (multicluster, client-go). Sides get their round, from 1.
+func alternateResultRounds(b *testing.B, n, rounds int, idle idleState, library string,
+	libSide, floorSide func(round int) scaleResult, beside func(mc, floor scaleResult) []figure) {
+	var mcRounds, floorRounds [][]figure
+	for r := range rounds {
+		var mc, floor scaleResult
+		sides := []func(){
+			func() { waitIdle(b, idle, library); mc = libSide(r + 1) },
+			func() { waitIdle(b, idle, "client-go"); floor = floorSide(r + 1) },
+		}
+		if r%2 == 1 {
+			slices.Reverse(sides)
+		}
+		for _, side := range sides {
+			side()
+		}
+		mcRounds = append(mcRounds, beside(mc, floor))
+		floorRounds = append(floorRounds, floor.figures(n))
+		if rounds > 1 {
+			report(b, fmt.Sprintf("multicluster-round%d", r+1), mcRounds[r]...)
+			report(b, fmt.Sprintf("client-go-round%d", r+1), floorRounds[r]...)
+		}
+	}
+	waitIdle(b, idle, "what follows") // the next size or mode, or the leak check
+	report(b, "multicluster", medianFigures(mcRounds, rounds > 1)...)
+	report(b, "client-go", medianFigures(floorRounds, false)...)
+}
+
 // ratioUnits are the figures of the multicluster line that are ratios to the
 // floor of the same round: with several rounds, their median line also
 // carries their min and max (unit-min, unit-max) to show the spread.

@@ -22,6 +22,10 @@ import (
 // handshakes were a third to a half of the process's CPU at start-up. Held
 // back until the first request has its connection, the others share it.
 //
+// A request waits at the gate within its own bound: the bounded transport
+// sets its timeout before the gate, and the wait ends with the request's
+// context.
+//
 // Once open, a gate costs a request one atomic load. It opens for good: a
 // transport that loses its connections later dials again as it would
 // without it.

@@ -3,12 +3,14 @@ package clusters_test
 import (
 	"context"
 	"encoding/pem"
+	"errors"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 
@@ -101,5 +103,84 @@ func TestClustersOfAnUnreachableServerAreNotHeldBack(t *testing.T) {
 	wg.Wait() // a request held for good would hang here until the test's timeout
 	if failed.Load() != n {
 		t.Fatalf("%d of %d requests to a refused port failed", failed.Load(), n)
+	}
+}
+
+// A request held at the gate behind a first connection that hangs (a watch
+// whose TLS handshake never completes: client-go's transport gives up after
+// 10 s) gives up at its own bound, not after the first connection does.
+func TestRequestsHeldAtTheGateKeepTheirBound(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c // never answered: the handshake hangs
+		}
+	}()
+	t.Cleanup(func() {
+		_ = l.Close()
+		for c := range accepted {
+			_ = c.Close()
+		}
+	})
+	cfg := &rest.Config{Host: "https://" + l.Addr().String(), TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	const bound = 300 * time.Millisecond
+
+	watcher, err := clusters.NewCluster(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	watchDone := make(chan struct{})
+	go func() {
+		defer close(watchDone)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, cfg.Host+"/api/v1/configmaps?watch=true", nil)
+		if resp, err := watcher.GetHTTPClient().Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}()
+	t.Cleanup(func() { cancel(); <-watchDone })
+	select {
+	case <-accepted: // the watch holds the gate, in its handshake
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first request did not connect within 10s")
+	}
+
+	// Another cluster of the same server and TLS configuration: same transport, same gate.
+	getter, err := clusters.NewCluster(cfg, clusters.WithRequestTimeout(bound))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, cfg.Host+"/api/v1/namespaces/default/configmaps/x", nil)
+		resp, err := getter.GetHTTPClient().Do(req)
+		if err == nil {
+			_ = resp.Body.Close()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("a Get bounded to %s held at the gate returned %v, want its deadline", bound, err)
+		}
+	case <-watchDone:
+		t.Fatalf("a Get bounded to %s waited for the first connection to fail", bound)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("a Get bounded to %s held at the gate had not returned after 5s", bound)
+	}
+	select {
+	case <-watchDone:
+		t.Fatal("the first connection ended: the Get was not held behind it")
+	default:
 	}
 }

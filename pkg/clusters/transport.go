@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -87,15 +88,29 @@ type boundedTransport struct {
 var _ http.RoundTripper = &boundedTransport{}
 
 func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	// Throttled before the bound starts, as client-go does: a client held
+	// back by its own rate limit does not time out before it has asked.
 	if t.limiter != nil {
 		if err := t.limiter.Wait(req.Context()); err != nil {
 			return nil, err
 		}
 	}
+	// The bound starts before the gate: a request held behind a first
+	// connection stuck in its TLS handshake (10 s in client-go's transport)
+	// gives up at its own bound, not that long after it.
+	var cancel context.CancelFunc // nil: unbounded
+	if t.timeout > 0 && !longRunning(req) {
+		var ctx context.Context
+		ctx, cancel = context.WithTimeout(req.Context(), t.timeout)
+		req = req.WithContext(ctx)
+	}
 	if g := t.gate; g != nil && !g.open.Load() {
 		first, err := g.enter(req.Context())
 		if err != nil {
-			return nil, err
+			if cancel != nil {
+				cancel()
+			}
+			return nil, fmt.Errorf("waiting for the first connection to %s: %w", req.URL.Host, err)
 		}
 		if first {
 			// Opened once connected, or once the request failed to connect.
@@ -103,11 +118,10 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 			req = g.traced(req)
 		}
 	}
-	if t.timeout <= 0 || longRunning(req) {
-		return t.next.RoundTrip(req)
+	resp, err := t.next.RoundTrip(req)
+	if cancel == nil {
+		return resp, err
 	}
-	ctx, cancel := context.WithTimeout(req.Context(), t.timeout)
-	resp, err := t.next.RoundTrip(req.WithContext(ctx))
 	if err != nil {
 		cancel()
 		return nil, err

@@ -24,6 +24,10 @@
 // from per-cluster contributions (see Aggregate). The host cluster is not
 // part of the fleet; read it through the manager.
 //
+// A namespace given for a cluster-scoped type is treated as
+// controller-runtime's cache treats it: a List in a namespace returns
+// nothing (the API server would ignore the namespace), and Get ignores it.
+//
 // Only types declared with Informer or IndexField are read. Declaring a type
 // that a controller already watches costs nothing: the cluster's cache has
 // one informer per type, shared by every controller and by the Reader. A type

@@ -14,8 +14,8 @@
 //   - publishing each wanted cluster to the fleet engine, which builds, starts,
 //     engages, probes, replaces and tears it down (see pkg/fleet), and
 //     withdrawing it when its object goes or stops asking for it;
-//   - one name, one source: a name two objects ask for belongs to the first,
-//     and the other waits until it lets go;
+//   - one name, one source: a name two objects (or two listed entries) ask
+//     for belongs to the first, and the other waits until it lets go;
 //   - Events on the source object from the engine's reports, with shared
 //     reasons, and problems only a change of the object can fix reported once
 //     per change, not in a retry loop;

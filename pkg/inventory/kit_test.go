@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
@@ -209,6 +211,22 @@ func TestStartRefusedTwiceOrWithoutSetup(t *testing.T) {
 	}
 }
 
+// runListing runs a kit in listing mode on ctx, engaging a tracker, until
+// the test ends.
+func runListing(t *testing.T, ctx context.Context, kit *inventory.Kit[client.Object]) *fleettest.Tracker {
+	ctx, cancel := context.WithCancel(ctx)
+	tr := fleettest.NewTracker()
+	done := make(chan error, 1)
+	go func() { done <- kit.Start(ctx, tr) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	return tr
+}
+
 // listed is an inventory for the kit's listing mode.
 type listed struct {
 	desired []inventory.Desired
@@ -216,8 +234,6 @@ type listed struct {
 }
 
 func TestListingMode(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	inv := make(chan listed, 1)
 	last := listed{}
 	kit := inventory.New(inventory.Options[client.Object]{
@@ -231,15 +247,7 @@ func TestListingMode(t *testing.T) {
 			return last.desired, last.err
 		},
 	})
-	tr := fleettest.NewTracker()
-	done := make(chan error, 1)
-	go func() { done <- kit.Start(ctx, tr) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	tr := runListing(t, context.Background(), kit)
 	want := func(w map[multicluster.ClusterName]int) { t.Helper(); fleettest.ExpectEngaged(t, tr, w) }
 
 	inv <- listed{desired: []inventory.Desired{
@@ -258,4 +266,54 @@ func TestListingMode(t *testing.T) {
 	want(map[multicluster.ClusterName]int{"a": 1})
 	inv <- listed{desired: []inventory.Desired{{Name: "a", Config: fleet.Config(2), Hash: "2"}}}
 	want(map[multicluster.ClusterName]int{"a": 2})
+}
+
+// Two listed entries of one name: one name, one source, as in watch mode.
+// The entry listed first takes the name and keeps it whatever the order of
+// later listings; the other is skipped, reported once, and takes the name
+// once the holder is no longer listed.
+func TestListingModeOneNameOneSource(t *testing.T) {
+	logs := &fleettest.LogBuffer{}
+	var mu sync.Mutex
+	var current []inventory.Desired
+	set := func(d ...inventory.Desired) { mu.Lock(); defer mu.Unlock(); current = d }
+	kit := inventory.New(inventory.Options[client.Object]{
+		Name:     "inventory-test-listing-shared",
+		Interval: 20 * time.Millisecond,
+		List: func(context.Context) ([]inventory.Desired, error) {
+			mu.Lock()
+			defer mu.Unlock()
+			return current, nil
+		},
+	})
+	tr := runListing(t, logf.IntoContext(context.Background(), logs.Logger()), kit)
+	one := inventory.Desired{Name: "a", Config: fleet.Config(1), Hash: "1"}
+	two := inventory.Desired{Name: "a", Config: fleet.Config(2), Hash: "2"}
+	reports := func() int { return strings.Count(logs.String(), "Skipping listed clusters that share a name") }
+	stays := func(member int) {
+		t.Helper()
+		engaged := fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"a": member})
+		fleettest.Consistently(t, 300*time.Millisecond, func() error { // 15 listings
+			if got := tr.Engaged()["a"]; got != engaged["a"] {
+				return fmt.Errorf("cluster a was re-created from another entry of the listing (%d engagements)", tr.Count("a"))
+			}
+			return nil
+		})
+	}
+
+	set(one, two)
+	stays(1)
+	if n := reports(); n != 1 {
+		t.Errorf("the shared name was reported %d times over many listings, want once", n)
+	}
+	set(two, one) // the holder keeps the name whatever the order
+	stays(1)
+	if n := tr.Count("a"); n != 1 {
+		t.Errorf("cluster a was engaged %d times while its holder stayed listed, want once", n)
+	}
+	if n := reports(); n != 1 {
+		t.Errorf("the shared name was reported %d times, want once: a listing in another order is no change", n)
+	}
+	set(two) // the holder is gone: the other entry takes the name
+	stays(2)
 }

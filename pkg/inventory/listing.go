@@ -3,6 +3,9 @@ package inventory
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +24,9 @@ type listing struct {
 	seen    map[client.ObjectKey]bool // considered before the listing was taken; nil after
 	pending map[client.ObjectKey]bool // taken but not all considered yet
 	done    bool
+	// shared is, in listing mode, what was last reported of each name that
+	// several listed entries share. Only the polling goroutine touches it.
+	shared map[multicluster.ClusterName]string
 }
 
 // list takes the listing once the caches have synced. If it cannot, Listed
@@ -106,20 +112,40 @@ func (k *Kit[T]) poll(ctx context.Context, log logr.Logger) {
 	}
 }
 
+// publishAll publishes a listing: one name, one source, as in watch mode.
+// Entries of one name are told apart by what they would publish (their
+// hash), as a listing carries nothing else: the entry whose cluster is
+// engaged under the name keeps it; the name of an engaged cluster with an
+// entry that could not be read this time stays as it is (that entry may be
+// its source); otherwise the entry listed first takes it. The others are
+// skipped, reported once per change, until the holder is no longer listed.
 func (k *Kit[T]) publishAll(log logr.Logger, desired []Desired) {
-	listed := map[multicluster.ClusterName]bool{}
-	for _, d := range desired {
+	entries := map[multicluster.ClusterName][]int{} // positions in desired, by name
+	var names []multicluster.ClusterName            // in listing order
+	for i, d := range desired {
 		if err := clusters.ValidateClusterName(d.Name); err != nil {
 			log.Error(err, "Skipping a listed cluster", "cluster", d.Name)
 			continue
 		}
-		listed[d.Name] = true
-		if d.Config != nil {
-			k.publish(log.WithValues("cluster", d.Name), nil, d)
+		if entries[d.Name] == nil {
+			names = append(names, d.Name)
+		}
+		entries[d.Name] = append(entries[d.Name], i)
+	}
+	for _, name := range names {
+		holder := k.arbitrate(name, desired, entries[name])
+		k.reportShared(log, name, desired, entries[name], holder)
+		if d := desired[holder]; d.Config != nil {
+			k.publish(log.WithValues("cluster", name), nil, d)
+		}
+	}
+	for name := range k.shared {
+		if len(entries[name]) < 2 {
+			delete(k.shared, name)
 		}
 	}
 	for _, name := range k.members.Names() {
-		if !listed[name] && k.members.Remove(name) {
+		if entries[name] == nil && k.members.Remove(name) {
 			log.Info("Disengaged cluster: the inventory no longer lists it", "cluster", name)
 		}
 	}
@@ -127,4 +153,59 @@ func (k *Kit[T]) publishAll(log logr.Logger, desired []Desired) {
 	defer k.mu.Unlock()
 	k.seen = nil
 	k.settleLocked()
+}
+
+// arbitrate returns the position of the entry that holds name among the
+// positions at of entries listing it (see publishAll).
+func (k *Kit[T]) arbitrate(name multicluster.ClusterName, desired []Desired, at []int) int {
+	if len(at) == 1 {
+		return at[0]
+	}
+	if hash, engaged := k.members.Hash(name); engaged {
+		for _, i := range at {
+			if desired[i].Config != nil && desired[i].Hash == hash {
+				return i
+			}
+		}
+		for _, i := range at {
+			if desired[i].Config == nil {
+				return i
+			}
+		}
+	}
+	for _, i := range at {
+		if desired[i].Config != nil {
+			return i
+		}
+	}
+	return at[0]
+}
+
+// reportShared reports the entries skipped for sharing name with the
+// holder, once per change of what is listed under the name.
+func (k *Kit[T]) reportShared(log logr.Logger, name multicluster.ClusterName, desired []Desired, at []int, holder int) {
+	if len(at) < 2 {
+		return
+	}
+	// What changes the report: the hashes listed under the name, and the
+	// holder's. Compared, never logged: a hash is made from credentials.
+	var hashes, positions []string
+	for _, i := range at {
+		hashes = append(hashes, desired[i].Hash)
+		if i != holder {
+			positions = append(positions, strconv.Itoa(i+1))
+		}
+	}
+	slices.Sort(hashes) // a listing in another order is no change
+	seen := desired[holder].Hash + "\x00" + strings.Join(hashes, "\x00")
+	if k.shared[name] == seen {
+		return
+	}
+	if k.shared == nil {
+		k.shared = map[multicluster.ClusterName]string{}
+	}
+	k.shared[name] = seen
+	log.Error(fmt.Errorf("cluster %q is listed %d times: entry %d of the listing holds the name; entries %s are skipped until it is no longer listed",
+		name, len(at), holder+1, strings.Join(positions, ", ")),
+		"Skipping listed clusters that share a name", "cluster", name, "reason", ReasonDuplicateName, "skipped", len(at)-1)
 }

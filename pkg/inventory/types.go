@@ -114,6 +114,10 @@ type Options[T client.Object] struct {
 	// Interval, publishes what it lists and withdraws what it no longer
 	// lists. A Desired without Config keeps its cluster as it is (its source
 	// could not be read this time). A failed listing keeps every cluster.
+	// Entries that share a name are arbitrated as objects are: the one whose
+	// cluster is engaged under the name (by Hash) keeps it, or else the one
+	// listed first takes it; the others are skipped, logged once per change,
+	// until it is no longer listed.
 	List     func(ctx context.Context) ([]Desired, error)
 	Interval time.Duration // default 5s
 }

@@ -39,11 +39,12 @@
 // A cluster is named "<namespace>/<name>" after its profile (NamespacedName).
 // With Options.ClusterName set to ClusterID it is named after the profile's
 // cluster.clusterset.k8s.io property instead; a profile without it, or whose
-// ID is not a valid cluster name (clusters.ValidateClusterName), is
-// reported, and a profile claiming an ID another profile holds waits until
-// that one lets go. Provider.ClusterSet returns the clusterset.k8s.io
-// property of an engaged cluster's profile, and Provider.ProfileOf the
-// profile a cluster comes from.
+// ID is not one KEP-2149 allows (an RFC 1123 DNS subdomain of at most 128
+// characters: no spaces, slashes or U+FFFD, which the API server stores for
+// bytes that are not UTF-8), is reported, and a profile claiming an ID
+// another profile holds waits until that one lets go. Provider.ClusterSet
+// returns the clusterset.k8s.io property of an engaged cluster's profile,
+// and Provider.ProfileOf the profile a cluster comes from.
 //
 // # Failures
 //

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -89,12 +90,37 @@ func NamespacedName(p *v1alpha1.ClusterProfile) (multicluster.ClusterName, error
 }
 
 // ClusterID names a cluster after its KEP-2149 cluster.clusterset.k8s.io
-// property, and fails for a profile without one.
+// property, and fails for a profile without one or whose ID is not one
+// KEP-2149 allows: an RFC 1123 DNS subdomain (lowercase letters, digits, '-'
+// and '.', starting and ending with a letter or digit) of at most 128
+// characters.
 func ClusterID(p *v1alpha1.ClusterProfile) (multicluster.ClusterName, error) {
-	if id, ok := Property(p, v1alpha1.PropertyClusterID); ok && id != "" {
-		return id, nil
+	id, ok := Property(p, v1alpha1.PropertyClusterID)
+	if !ok || id == "" {
+		return "", fmt.Errorf("ClusterProfile %s/%s has no %s property", p.Namespace, p.Name, v1alpha1.PropertyClusterID)
 	}
-	return "", fmt.Errorf("ClusterProfile %s/%s has no %s property", p.Namespace, p.Name, v1alpha1.PropertyClusterID)
+	if err := validateClusterID(id); err != nil {
+		return "", fmt.Errorf("ClusterProfile %s/%s: %s property: %w", p.Namespace, p.Name, v1alpha1.PropertyClusterID, err)
+	}
+	return id, nil
+}
+
+// maxClusterIDLength bounds a KEP-2149 cluster ID.
+const maxClusterIDLength = 128
+
+// validateClusterID holds an ID to KEP-2149's syntax. What the property
+// holds is untrusted: without it, an ID that the API server stored with
+// U+FFFD for bytes that were not UTF-8 (two IDs collapse into one), a path
+// such as a/b/../c, or one with spaces would become a cluster name in
+// requests, logs and metric labels. The error quotes the ID with escapes.
+func validateClusterID(id string) error {
+	if len(id) > maxClusterIDLength {
+		return fmt.Errorf("%w: %d bytes, more than KEP-2149's %d, starting %.64q", pkgclusters.ErrInvalidClusterName, len(id), maxClusterIDLength, id)
+	}
+	if errs := validation.IsDNS1123Subdomain(id); len(errs) > 0 {
+		return fmt.Errorf("%w: %q is not a KEP-2149 cluster ID (lowercase letters, digits, '-' and '.', starting and ending with a letter or digit)", pkgclusters.ErrInvalidClusterName, id)
+	}
+	return nil
 }
 
 // Property returns the value of a property of the profile's status.

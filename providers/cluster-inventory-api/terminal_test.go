@@ -2,6 +2,7 @@ package clusterinventoryapi_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
@@ -19,7 +21,8 @@ import (
 )
 
 // Cluster IDs that would forge log lines or disguise one cluster as
-// another are refused, reported on their profile, and never engaged.
+// another, or that are not IDs KEP-2149 allows, are refused, reported on
+// their profile, and never engaged.
 func TestHostileClusterIDsAreRefused(t *testing.T) {
 	e := start(t, clusterinventoryapi.Options{
 		AccessProviders: []clusterinventoryapi.AccessProvider{pluginProvider(t, "sa-token", "-service-account="+saName)},
@@ -36,6 +39,11 @@ func TestHostileClusterIDsAreRefused(t *testing.T) {
 		"too-long":   strings.Repeat("a", 600),
 		"empty":      "",
 		"separator":  "eu-1\u2028cluster=us-1",
+		// Not UTF-8: the API server stores U+FFFD for the byte, so that
+		// "eu-\xfe1" would be the same cluster.
+		"not-utf8":  "eu-\xff1",
+		"traversal": "a/b/../c",
+		"spaces":    "eu 1 (prod)",
 	}
 	for name, id := range hostile {
 		e.create(t, profile{name: name, member: 1, healthy: true, providers: []string{"sa-token"},
@@ -204,4 +212,27 @@ func BenchmarkBrokenProfiles(b *testing.B) {
 	b.ReportMetric(float64(r.goodBy.Milliseconds()), "ms-good-beside")
 	b.Logf("%d broken profiles: %d log lines, %d Events, CPU %v; a good profile engaged in %v alone, %v beside them",
 		n, r.logLines, r.events, r.cpu.Round(time.Millisecond), r.goodAlone.Round(time.Millisecond), r.goodBy.Round(time.Millisecond))
+}
+
+// ClusterID holds an ID to KEP-2149's syntax: an RFC 1123 DNS subdomain of
+// at most 128 characters.
+func TestClusterIDSyntax(t *testing.T) {
+	withID := func(id string) *v1alpha1.ClusterProfile {
+		p := &v1alpha1.ClusterProfile{}
+		p.Namespace, p.Name = "inventory", "p"
+		p.Status.Properties = []v1alpha1.Property{{Name: v1alpha1.PropertyClusterID, Value: id}}
+		return p
+	}
+	for _, id := range []string{"eu-1", "eu-1.prod.example", "0", strings.Repeat("a", 128)} {
+		if got, err := clusterinventoryapi.ClusterID(withID(id)); err != nil || got != id {
+			t.Errorf("ClusterID(%.20q) = %q, %v; want the ID", id, got, err)
+		}
+	}
+	for _, id := range []string{"eu-\ufffd1", "a/b/../c", "eu 1", "EU-1", "-eu", "eu-", "eu..1", strings.Repeat("a", 129), "eu_1"} {
+		if got, err := clusterinventoryapi.ClusterID(withID(id)); err == nil {
+			t.Errorf("ClusterID(%.20q) = %q; want an error", id, got)
+		} else if !errors.Is(err, clusters.ErrInvalidClusterName) {
+			t.Errorf("ClusterID(%.20q): %v; want an error matching clusters.ErrInvalidClusterName", id, err)
+		}
+	}
 }
