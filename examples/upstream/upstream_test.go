@@ -96,18 +96,14 @@ func run(t *testing.T, pkg string, args ...string) *testbed.Output {
 // parts.
 func waitForLine(t *testing.T, out *testbed.Output, parts ...string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	fleettest.Eventually(t, time.Minute, func() error {
 		for line := range strings.SplitSeq(out.String(), "\n") {
 			if holdsAll(line, parts) {
-				return
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no line printed holds all of %q; the program printed:\n%s", parts, out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("no line printed holds all of %q; the program printed:\n%s", parts, out.String())
+	})
 }
 
 func holdsAll(line string, parts []string) bool {
@@ -195,18 +191,14 @@ func TestSyncLocalToRemote(t *testing.T) {
 	createConfigMap(t, 0, "sync", "shared-settings")
 	for _, i := range []int{1, 2} {
 		c := testbed.NewClient(t, fleet.Config(i))
-		deadline := time.Now().Add(time.Minute)
-		for {
+		fleettest.Eventually(t, time.Minute, func() error {
 			cm := &corev1.ConfigMap{}
 			err := c.Get(context.Background(), client.ObjectKey{Namespace: "sync", Name: "shared-settings"}, cm)
 			if err == nil && cm.Data["k"] == "v" {
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("member %d has no copy of sync/shared-settings (%v); the program printed:\n%s", i, err, out.String())
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return fmt.Errorf("member %d has no copy of sync/shared-settings (%v); the program printed:\n%s", i, err, out.String())
+		})
 	}
 }
 
@@ -273,13 +265,12 @@ func TestShardedNamespaceThreeReplicas(t *testing.T) {
 		}
 	}
 	waitRound := func(round int) {
-		deadline := time.Now().Add(2 * time.Minute)
-		for len(seen(round)) < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("round %d: only %d of %d namespaces reconciled: %v", round, len(seen(round)), n, seen(round))
+		fleettest.Eventually(t, 2*time.Minute, func() error {
+			if got := seen(round); len(got) < n {
+				return fmt.Errorf("round %d: only %d of %d namespaces reconciled: %v", round, len(got), n, got)
 			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return nil
+		})
 	}
 	// Replicas join one by one and hand clusters over while they do; a round
 	// is judged once the next one was reconciled everywhere, so that a late

@@ -81,6 +81,9 @@ func TestModel(t *testing.T) {
 		if !runModel(t, seed, steps) {
 			return
 		}
+		if *modelSoak {
+			t.Logf("seed %d of %d: %d steps passed", seed, seeds, steps)
+		}
 	}
 }
 
