@@ -245,7 +245,11 @@ func (e *Engine) disconnectLocked(rec *record, why string) {
 // engine built it, engaged again otherwise.
 func (e *Engine) reconnectLocked(rec *record) {
 	in := rec.cur
-	if in.built && rec.member != nil {
+	// A cluster the engine built is built again; so is one whose member was
+	// replaced meanwhile (an adopted cluster whose provider let go of it,
+	// then a published member of the name): the old instance is not what
+	// the provider wants now.
+	if rec.member != nil && (in.built || in.member != rec.member) {
 		e.attemptLocked(rec)
 		return
 	}
