@@ -1,0 +1,81 @@
+package capi_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+)
+
+// The upstream design's cluster-api program (examples/upstream), built and
+// run as a process against the host as a user runs it: a provisioned Cluster
+// with its kubeconfig Secret on the host is engaged, and a ConfigMap of the
+// member it describes is reconciled, with ListClusters counting it.
+func TestUpstreamCAPIExample(t *testing.T) {
+	e := newEnv(t, 0)
+	bin := filepath.Join(t.TempDir(), "capi-example")
+	if out, err := exec.Command("go", "build", "-o", bin, "./examples/upstream").CombinedOutput(); err != nil {
+		t.Fatalf("building examples/upstream: %v\n%s", err, out)
+	}
+	host := filepath.Join(t.TempDir(), "host.kubeconfig")
+	if err := fleet.WriteKubeconfig(0, host, "host"); err != nil {
+		t.Fatal(err)
+	}
+	out := &testbed.Output{}
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+host)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Errorf("the example exited with %v; it printed:\n%s", err, out)
+			}
+		case <-time.After(time.Minute):
+			_ = cmd.Process.Kill()
+			t.Errorf("the example did not stop within a minute of SIGTERM; it printed:\n%s", out)
+		}
+	})
+
+	e.create(t, e.secret("upstream", kubeconfig(t, 1, "capi-upstream-example")))
+	e.cluster(t, "upstream", true, nil)
+	member := testbed.NewClient(t, fleet.Config(1))
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello-capi"}}
+	if err := member.Create(context.Background(), cm); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = member.Delete(context.Background(), cm) })
+
+	// Clusters of earlier tests may still be on the host (envtest deletes no
+	// namespace's content): ListClusters counts this one among them.
+	found := regexp.MustCompile(`"msg"="ConfigMap found".*"cluster"="` + regexp.QuoteMeta(e.name("upstream")) +
+		`".*"name"="hello-capi".*"clusters"=(\d+)`)
+	fleettest.Eventually(t, time.Minute, func() error {
+		m := found.FindStringSubmatch(out.String())
+		if m == nil {
+			return fmt.Errorf("the example has not reconciled default/hello-capi in cluster %s yet; it printed:\n%s", e.name("upstream"), out)
+		}
+		if n, _ := strconv.Atoi(m[1]); n < 1 {
+			return fmt.Errorf("the example reconciled in cluster %s while ListClusters listed %d clusters", e.name("upstream"), n)
+		}
+		return nil
+	})
+}
