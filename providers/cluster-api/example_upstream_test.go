@@ -3,12 +3,9 @@ package capi_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -26,34 +23,14 @@ import (
 func TestUpstreamCAPIExample(t *testing.T) {
 	e := newEnv(t, 0)
 	bin := filepath.Join(t.TempDir(), "capi-example")
-	if out, err := exec.Command("go", "build", "-o", bin, "./examples/upstream").CombinedOutput(); err != nil {
-		t.Fatalf("building examples/upstream: %v\n%s", err, out)
+	if err := testbed.BuildProgram("./examples/upstream", bin); err != nil {
+		t.Fatal(err)
 	}
 	host := filepath.Join(t.TempDir(), "host.kubeconfig")
 	if err := fleet.WriteKubeconfig(0, host, "host"); err != nil {
 		t.Fatal(err)
 	}
-	out := &testbed.Output{}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+host)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("the example exited with %v; it printed:\n%s", err, out)
-			}
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			t.Errorf("the example did not stop within a minute of SIGTERM; it printed:\n%s", out)
-		}
-	})
+	out := testbed.RunProgram(t, bin, []string{"KUBECONFIG=" + host})
 
 	e.create(t, e.secret("upstream", kubeconfig(t, 1, "capi-upstream-example")))
 	e.cluster(t, "upstream", true, nil)
