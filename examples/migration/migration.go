@@ -21,12 +21,17 @@ import (
 	mcsource "github.com/mcruntime/multicluster-runtime/pkg/source"
 )
 
-// LogRequest shows that multicluster.ClusterName is a string: it is logged
-// and collected as one, without String() or a conversion.
+// LogRequest shows that multicluster.ClusterName is a string: it is compared,
+// logged and collected as one, without Empty(), String() or a conversion. It
+// returns the names it collected: none for the host.
 func LogRequest(log logr.Logger, req mcreconcile.Request) []string {
 	// snippet:migration-cluster-name
-	log.Info("reconciling", "cluster", req.ClusterName)
-	names := []string{req.ClusterName} // string(req.ClusterName) still compiles
+	if req.ClusterName == "" { // upstream: req.ClusterName.Empty()
+		log.Info("reconciling on the host", "object", req.NamespacedName.String())
+		return nil
+	}
+	log.Info("reconciling", "cluster", req.ClusterName) // upstream: req.ClusterName.String()
+	names := []string{req.ClusterName}                  // string(req.ClusterName) still compiles
 	// end-snippet
 	return names
 }

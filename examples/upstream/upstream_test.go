@@ -4,12 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -45,13 +43,7 @@ var built sync.Map // program → error of its build
 func program(t *testing.T, pkg string) string {
 	t.Helper()
 	bin := filepath.Join(bins, filepath.Base(pkg))
-	once, _ := built.LoadOrStore(pkg, sync.OnceValue(func() error {
-		out, err := exec.Command("go", "build", "-o", bin, "./"+pkg).CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("go build ./%s: %v\n%s", pkg, err, out)
-		}
-		return nil
-	}))
+	once, _ := built.LoadOrStore(pkg, sync.OnceValue(func() error { return testbed.BuildProgram("./"+pkg, bin) }))
 	if err := once.(func() error)(); err != nil {
 		t.Fatal(err)
 	}
@@ -68,28 +60,7 @@ func run(t *testing.T, pkg string, args ...string) *testbed.Output {
 	if err := fleet.WriteKubeconfig(0, kubeconfig, "host"); err != nil {
 		t.Fatal(err)
 	}
-	out := &testbed.Output{}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Errorf("%s exited with %v; it printed:\n%s", pkg, err, out.String())
-			}
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			t.Errorf("%s did not stop within a minute of SIGTERM; it printed:\n%s", pkg, out.String())
-		}
-	})
-	return out
+	return testbed.RunProgram(t, bin, []string{"KUBECONFIG=" + kubeconfig}, args...)
 }
 
 // waitForLine waits until the program printed a line holding every one of

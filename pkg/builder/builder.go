@@ -205,7 +205,7 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 	if b.forObj != nil {
 		var err error
 		if gvk, err = apiutil.GVKForObject(b.forObj, scheme); err != nil {
-			return nil, fmt.Errorf("mcbuilder: %w", err)
+			return nil, err // controller-runtime's words, as its builder returns them
 		}
 	}
 	name := b.name
@@ -234,8 +234,8 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 	if err != nil {
 		return nil, err
 	}
-	if err := b.watch(ctrl); err != nil {
-		return nil, fmt.Errorf("mcbuilder: controller %q: %w", name, err)
+	if err := b.watch(ctrl, name); err != nil {
+		return nil, err
 	}
 	if err := b.runOtherProviders(ctrl); err != nil {
 		return nil, err
@@ -243,14 +243,19 @@ func (b *TypedBuilder[request]) Build(r reconcile.TypedReconciler[request]) (mcc
 	return ctrl, nil
 }
 
-func (b *TypedBuilder[request]) watch(ctrl mccontroller.TypedController[request]) error {
+// watch adds the builder's watches to ctrl, the controller named name. An
+// object it cannot watch is refused in controller-runtime's words, as its
+// builder does; a watch that fails in a cluster is this project's own error,
+// and says which controller.
+func (b *TypedBuilder[request]) watch(ctrl mccontroller.TypedController[request], name string) error {
+	failed := func(err error) error { return fmt.Errorf("mcbuilder: controller %q: %w", name, err) }
 	if b.forObj != nil {
 		obj, err := b.project(b.forObj, b.forInput.metadataOnly)
 		if err != nil {
 			return err
 		}
 		if err := b.add(ctrl, obj, forRequest[request](mchandler.EnqueueRequestForObject), b.forInput.watchInput); err != nil {
-			return err
+			return failed(err)
 		}
 	}
 	for _, w := range b.owns {
@@ -263,7 +268,7 @@ func (b *TypedBuilder[request]) watch(ctrl mccontroller.TypedController[request]
 			opts = append(opts, handler.OnlyControllerOwner())
 		}
 		if err := b.add(ctrl, obj, forRequest[request](mchandler.EnqueueRequestForOwner(b.forObj, opts...)), w.in.watchInput); err != nil {
-			return err
+			return failed(err)
 		}
 	}
 	for _, w := range b.watches {
@@ -272,12 +277,12 @@ func (b *TypedBuilder[request]) watch(ctrl mccontroller.TypedController[request]
 			return err
 		}
 		if err := b.add(ctrl, obj, w.handler, w.in.watchInput); err != nil {
-			return err
+			return failed(err)
 		}
 	}
 	for _, src := range b.rawSources {
 		if err := ctrl.MultiClusterWatch(src); err != nil {
-			return err
+			return failed(err)
 		}
 	}
 	return nil

@@ -131,6 +131,20 @@ func TestBuilderRefusesMisuse(t *testing.T) {
 		{"For with own request type", func() error {
 			return mcbuilder.TypedControllerManagedBy[keyRequest](e.mgr).Named(e.ns + "-f").For(&corev1.ConfigMap{}).Complete(&keyRecorder{})
 		}, "For() can only be used with mcreconcile.Request, got builder_test.keyRequest"},
+		// An object the scheme does not know: controller-runtime's words, as
+		// its builder returns them.
+		{"For of a type the scheme does not know", func() error {
+			return e.builder("g").For(&unregistered{}).Complete(rec)
+		}, "no kind is registered for the type builder_test.unregistered"},
+		{"metadata-only watch of a type the scheme does not know", func() error {
+			return e.builder("h").WatchesMetadata(&unregistered{}, mchandler.EnqueueRequestForObject).Complete(rec)
+		}, "unable to determine GVK of *builder_test.unregistered for a metadata-only watch"},
+		{"webhook without a manager", func() error {
+			return mcbuilder.WebhookManagedBy(nil, &corev1.ConfigMap{}).Complete()
+		}, "must provide a non-nil Manager"},
+		{"webhook of a type the scheme does not know", func() error {
+			return mcbuilder.WebhookManagedBy(e.mgr, &unregistered{}).Complete()
+		}, "no kind is registered for the type builder_test.unregistered"},
 		{"duplicate name", func() error {
 			if err := e.builder("dup").For(&corev1.ConfigMap{}).Complete(rec); err != nil {
 				return fmt.Errorf("first controller: %w", err)
@@ -152,6 +166,9 @@ func TestBuilderRefusesMisuse(t *testing.T) {
 		})
 	}
 }
+
+// unregistered is a ConfigMap under a Go type no scheme knows.
+type unregistered struct{ corev1.ConfigMap }
 
 // A map func that names a cluster sends the request there; one that does not
 // is sent to the cluster the event came from.

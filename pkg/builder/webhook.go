@@ -156,7 +156,7 @@ func (b *WebhookBuilder[T]) do(fn func(*builder.WebhookBuilder[T])) {
 // each admission webhook at its path and under ClusterWebhookPathPrefix.
 func (b *WebhookBuilder[T]) Complete() error {
 	if b.mgr == nil {
-		return errors.New("mcbuilder: must provide a non-nil Manager")
+		return errors.New("must provide a non-nil Manager")
 	}
 	user := b.ctxFunc
 	b.inner.WithContextFunc(func(ctx context.Context, r *http.Request) context.Context {
@@ -167,12 +167,14 @@ func (b *WebhookBuilder[T]) Complete() error {
 		}
 		return ctx
 	})
+	// controller-runtime's builder refuses misuse in its own words, which
+	// upstream code may compare: returned as they are.
 	if err := b.inner.Complete(); err != nil {
-		return fmt.Errorf("mcbuilder: %w", err)
+		return err
 	}
 	gvk, err := apiutil.GVKForObject(b.obj, b.mgr.GetLocalManager().GetScheme())
 	if err != nil {
-		return fmt.Errorf("mcbuilder: %w", err)
+		return err
 	}
 	kind := strings.ReplaceAll(gvk.Group, ".", "-") + "-" + gvk.Version + "-" + strings.ToLower(gvk.Kind)
 	var paths []string

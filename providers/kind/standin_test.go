@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -99,29 +98,15 @@ func TestUpstreamKindExample(t *testing.T) {
 	state := standIn(t)
 	createKindCluster(t, state, "upstream", kubeconfig(t, 2, "standin-upstream"))
 	bin := filepath.Join(t.TempDir(), "kind-example")
-	if out, err := exec.Command("go", "build", "-o", bin, "./examples/upstream").CombinedOutput(); err != nil {
-		t.Fatalf("building examples/upstream: %v\n%s", err, out)
+	if err := testbed.BuildProgram("./examples/upstream", bin); err != nil {
+		t.Fatal(err)
 	}
 	host := filepath.Join(t.TempDir(), "host.kubeconfig")
 	if err := fleet.WriteKubeconfig(0, host, "host"); err != nil {
 		t.Fatal(err)
 	}
-	out := &testbed.Output{}
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+host)
-	cmd.Stdout, cmd.Stderr = out, out
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	started := time.Now()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		stopping := time.Now()
-		defer func() { t.Logf("the example stopped %s after SIGTERM", time.Since(stopping).Round(time.Millisecond)) }()
-		if err := cmd.Wait(); err != nil {
-			t.Errorf("the example exited with %v; it printed:\n%s", err, out)
-		}
-	})
+	out := testbed.RunProgram(t, bin, []string{"KUBECONFIG=" + host})
 	c, err := client.New(fleet.Config(2), client.Options{})
 	if err != nil {
 		t.Fatal(err)
