@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
@@ -31,7 +32,7 @@ func (e *Engine) attemptStepLocked(rec *record, m *Member) step {
 		e.transitionLocked(rec, StateStarting, "starting")
 	}
 	life := lifeLocked(m, parent)
-	ctx, cancel := e.stepContextLocked(rec, parent)
+	ctx, cancel := rec.stepContext(parent)
 	return func() {
 		in, err := e.start(ctx, rec, m, parent, life)
 		if err == nil {
@@ -45,7 +46,7 @@ func (e *Engine) attemptStepLocked(rec *record, m *Member) step {
 			return
 		}
 		if in != nil {
-			e.retireLocked(rec, in)
+			rec.retire(in)
 		}
 		if superseded || rec.gone || e.closing {
 			return // looked at again: what it worked for is no longer wanted
@@ -53,7 +54,7 @@ func (e *Engine) attemptStepLocked(rec *record, m *Member) step {
 		if rec.cur == nil {
 			e.transitionLocked(rec, StateDisconnected, "could not be started: "+err.Error())
 		}
-		e.retryLocked(rec)
+		e.retryAfterLocked(rec, rec.nextBackoff(e.opts))
 		e.log.Error(err, "Failed to start cluster, retrying", "cluster", rec.name, "retryIn", rec.backoff.String())
 		rec.notifyLocked(m, err)
 		if report := m.Report; report != nil {
@@ -62,10 +63,10 @@ func (e *Engine) attemptStepLocked(rec *record, m *Member) step {
 	}
 }
 
-// retireLocked lets go of an instance that is no longer current or being
+// retire lets go of an instance that is no longer current or being
 // engaged: reconciles handed it may still run, so it stays on the books
-// (runs) until they return.
-func (e *Engine) retireLocked(rec *record, in *instance) {
+// (runs) until they return. Under the engine's lock.
+func (rec *record) retire(in *instance) {
 	in.teardown()
 	if in.member != rec.member && (rec.cur == nil || rec.cur.member != in.member) {
 		endLife(in.member)
@@ -95,7 +96,13 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 		return nil, errSuperseded(rec.name)
 	}
 	rec.track(in)
-	e.wg.Go(func() { e.run(rec, in) })
+	e.wg.Go(func() {
+		if in.runCluster(e.log.WithValues("cluster", rec.name)) {
+			e.mu.Lock()
+			e.kickLocked(rec)
+			e.mu.Unlock()
+		}
+	})
 	e.mu.Unlock()
 	if lent && b.synced {
 		return in, nil
@@ -125,9 +132,10 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 	}
 }
 
-// run runs in's cluster: the one goroutine per cluster, as Start blocks
-// while the cluster runs.
-func (e *Engine) run(rec *record, in *instance) {
+// runCluster runs in's cluster: the one goroutine per cluster, as Start
+// blocks while the cluster runs. It reports whether the cluster exited on
+// its own, while the instance should have run.
+func (in *instance) runCluster(log logr.Logger) (exited bool) {
 	err := in.start(in.run)
 	if AlreadyStarted(err) {
 		// The application runs this cluster itself (upstream's examples start
@@ -144,18 +152,14 @@ func (e *Engine) run(rec *record, in *instance) {
 	if in.run.Err() == nil {
 		in.exited.Store(true)
 		if err != nil {
-			e.log.Error(err, "Cluster stopped running", "cluster", rec.name)
+			log.Error(err, "Cluster stopped running")
 		}
 	}
 	// Closed after exited is set: an engagement in flight either sees the
 	// instance dead when it makes it current (and refuses it), or made it
-	// current before, and the kick below disconnects it.
+	// current before, and the engine's next look disconnects it.
 	close(in.stopped)
-	if in.exited.Load() {
-		e.mu.Lock()
-		e.kickLocked(rec)
-		e.mu.Unlock()
-	}
+	return in.exited.Load()
 }
 
 // build runs a member's Build, bounded by timeout. Building may run a
@@ -229,11 +233,11 @@ func (e *Engine) engage(ctx context.Context, rec *record, in *instance) error {
 			rec.failures.Store(0)
 			rec.backoff, rec.answering = 0, false
 			if old != nil {
-				e.retireLocked(rec, old)
+				rec.retire(old)
 			}
 			e.transitionLocked(rec, StateEngaged, "engaged with every controller and runnable")
 			rec.notifyLocked(in.member, nil)
-			e.health.queue.schedule(rec, time.Now().Add(e.probeInterval()))
+			e.health.queue.schedule(rec, time.Now().Add(e.health.probeInterval()))
 			report := in.member.Report
 			e.mu.Unlock()
 			metrics.Engagements.WithLabelValues("success").Inc()

@@ -148,7 +148,7 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		return multicluster.WithCluster(name, fmt.Errorf("engagement context already done: %w", err))
 	}
 	e.mu.Lock()
-	rec := e.recordLocked(name)
+	rec := e.records.getOrAdd(name)
 	m := rec.member
 	if m != nil && !m.adopted {
 		e.mu.Unlock()

@@ -46,12 +46,10 @@ type Engine struct {
 	closing  bool                 // Start is shutting down: no new steps
 	wg       sync.WaitGroup       // steps, cluster runs and callbacks
 
-	began     time.Time // when Start began: bounds the wait for Options.Listed
-	overdue   sync.Once // logs once that the provider's first listing is late
-	ready     atomic.Bool
-	running   atomic.Int64 // records this replica runs (see runsHere): the probe budget's divisor
-	stretched atomic.Bool  // the probe budget stretched the interval (logged once)
-	health    health
+	began   time.Time // when Start began: bounds the wait for Options.Listed
+	overdue sync.Once // logs once that the provider's first listing is late
+	ready   atomic.Bool
+	health  health
 }
 
 // New returns an engine; run it with Start.
@@ -59,6 +57,7 @@ func New(opts Options) *Engine {
 	opts = opts.withDefaults()
 	e := &Engine{opts: opts, log: opts.Logger}
 	e.base, e.stopBase = context.WithCancel(context.Background())
+	e.health.opts, e.health.log = opts, opts.Logger
 	e.health.series.Max = opts.MaxHealthSeries
 	for _, st := range allStates {
 		metrics.Clusters.WithLabelValues(string(st)).Add(0) // every state has a series, at zero
@@ -76,9 +75,9 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 		}
 		if runsHere(from) != runsHere(to) {
 			if runsHere(to) {
-				e.running.Add(1)
+				e.health.running.Add(1)
 			} else {
-				e.running.Add(-1)
+				e.health.running.Add(-1)
 			}
 		}
 		if to != StateGone {
@@ -88,9 +87,11 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 		if to == StateEngaged || to == StateDisconnected {
 			rec.settled.Store(true)
 		}
-		e.log.Info("Cluster "+string(to), "cluster", rec.name, "from", string(from), "reason", why)
 	}
 	publishLocked(rec)
+	if from != to {
+		e.log.Info("Cluster "+string(to), "cluster", rec.name, "from", string(from), "reason", why)
+	}
 }
 
 // publishLocked publishes what readers see of rec.
@@ -129,46 +130,11 @@ func runsHere(s State) bool {
 	return false
 }
 
-// recordLocked returns name's record, creating it.
-func (e *Engine) recordLocked(name multicluster.ClusterName) *record {
-	rec, ok := e.records.get(name)
-	if !ok {
-		rec = &record{name: name}
-		publishLocked(rec)
-		e.records.add(rec)
-	}
-	return rec
-}
-
-// releaseSeriesLocked drops the cluster's per-cluster series: it is gone, or
-// run by another replica now.
-func (e *Engine) releaseSeriesLocked(rec *record) {
-	rec.healthGauge.Store(0) // written again by the next probe, if any
-	if e.health.series.Release(rec.name) {
-		metrics.Healthy.DeleteLabelValues(rec.name)
-	}
-	if e.opts.OnRelease != nil {
-		e.opts.OnRelease(rec.name)
-	}
-}
-
-// viewOf returns what readers see of name; nil if the engine does not know it.
-func (e *Engine) viewOf(name multicluster.ClusterName) *view {
-	rec, ok := e.records.get(name)
-	if !ok {
-		return nil
-	}
-	if v := rec.view.Load(); v.state != StateGone && v.state != "" {
-		return v
-	}
-	return nil
-}
-
 // Get returns the engaged cluster of name. A disconnected cluster yields an
 // error matching both multicluster.ErrClusterNotConnected and
 // multicluster.ErrClusterNotFound; any other name ErrClusterNotFound.
 func (e *Engine) Get(name multicluster.ClusterName) (cluster.Cluster, error) {
-	v := e.viewOf(name)
+	v := e.records.view(name)
 	switch {
 	case v == nil:
 		return nil, multicluster.WithCluster(name, multicluster.ErrClusterNotFound)
@@ -193,7 +159,7 @@ func (e *Engine) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
 // State returns the lifecycle state of name; false if the engine does not
 // know it (never seen, or gone).
 func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
-	if v := e.viewOf(name); v != nil {
+	if v := e.records.view(name); v != nil {
 		return v.state, true
 	}
 	return StateGone, false
@@ -204,7 +170,7 @@ func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
 // does not know, the channel is closed already. Controllers wait on it for
 // the clusters their requests name before those clusters have joined.
 func (e *Engine) Changed(name multicluster.ClusterName) <-chan struct{} {
-	if v := e.viewOf(name); v != nil {
+	if v := e.records.view(name); v != nil {
 		return v.changed
 	}
 	return closedChan
@@ -214,7 +180,7 @@ func (e *Engine) Changed(name multicluster.ClusterName) <-chan struct{} {
 // replica: published and admitted, starting, or wanted while this replica
 // owns it (or runs everything).
 func (e *Engine) Joining(name multicluster.ClusterName) bool {
-	v := e.viewOf(name)
+	v := e.records.view(name)
 	switch {
 	case v == nil:
 		return false
@@ -257,8 +223,21 @@ func (e *Engine) Ready(_ *http.Request) error {
 	if !e.started.Load() {
 		return errors.New("the fleet engine has not started")
 	}
-	if err := e.listed(); err != nil {
-		return err
+	// The provider's first listing: without it, a replica would turn Ready
+	// with an empty fleet while its provider still lists.
+	select {
+	case <-e.opts.Listed: // a nil Listed blocks: the default below
+	default:
+		waited := time.Since(e.began)
+		switch {
+		case e.opts.Listed == nil:
+		case waited < e.opts.ListingTimeout:
+			return fmt.Errorf("the provider has not listed its clusters yet (waited %s of at most %s)", waited.Round(time.Second), e.opts.ListingTimeout)
+		default:
+			e.overdue.Do(func() {
+				e.log.Error(errors.New("the provider has not listed its clusters"), "Readiness no longer waits for the provider's first listing", "timeout", e.opts.ListingTimeout)
+			})
+		}
 	}
 	var waiting []string
 	for rec := range e.records.all() {
@@ -289,27 +268,6 @@ func (e *Engine) Ready(_ *http.Request) error {
 	return nil
 }
 
-// listed fails while the provider has not published what it found at
-// start-up and ListingTimeout has not passed since Start. Without it, a
-// replica would turn Ready with an empty fleet while its provider still lists.
-func (e *Engine) listed() error {
-	if e.opts.Listed == nil {
-		return nil
-	}
-	select {
-	case <-e.opts.Listed:
-		return nil
-	default:
-	}
-	if waited := time.Since(e.began); waited < e.opts.ListingTimeout {
-		return fmt.Errorf("the provider has not listed its clusters yet (waited %s of at most %s)", waited.Round(time.Second), e.opts.ListingTimeout)
-	}
-	e.overdue.Do(func() {
-		e.log.Error(errors.New("the provider has not listed its clusters"), "Readiness no longer waits for the provider's first listing", "timeout", e.opts.ListingTimeout)
-	})
-	return nil
-}
-
 // Start runs the engine: members published so far start now, probes run
 // until ctx ends; then every cluster is torn down and Start returns once all
 // of them have stopped.
@@ -329,30 +287,30 @@ func (e *Engine) Start(ctx context.Context) error {
 	e.ctx, e.began = ctx, time.Now()
 	e.started.Store(true)
 	context.AfterFunc(ctx, e.stopBase)
-	e.kickAllLocked()
+	for rec := range e.records.all() {
+		e.kickLocked(rec)
+	}
 	e.mu.Unlock()
 
-	e.runProbes(ctx, func() {
+	e.health.runProbes(ctx, e.answer, func() {
 		// Between probe rounds: re-evaluate ownership when it changed.
 		select {
 		case <-admissionChanged:
 			admissionChanged = e.opts.Admission.Changed()
 			e.mu.Lock()
-			e.kickAllLocked()
+			for rec := range e.records.all() {
+				e.kickLocked(rec)
+			}
 			e.mu.Unlock()
 		default:
 		}
 	})
-	e.shutdown()
-	return nil
-}
 
-// shutdown takes every record off the books with its instances, in one step
-// under the lock: a reader (a reconcile still draining asks for its cluster)
-// never finds a record engaged without an instance. Fences go once every
-// cluster this replica ran has stopped and drained, so that the next owners
-// can take over at once, and never while one still runs.
-func (e *Engine) shutdown() {
+	// Every record leaves with its instances, in one step under the lock: a
+	// reader (a reconcile still draining asks for its cluster) never finds a
+	// record engaged without an instance. Fences go once every cluster this
+	// replica ran has stopped and drained, so that the next owners can take
+	// over at once, and never while one still runs.
 	e.mu.Lock()
 	e.closing = true
 	var stop []*instance
@@ -375,11 +333,12 @@ func (e *Engine) shutdown() {
 		}
 		in.teardown()
 	}
-	e.drain("", stop)
+	drain(e.log, e.opts.DrainTimeout, "", stop)
 	for _, release := range releases {
 		release()
 	}
 	e.wg.Wait()
+	return nil
 }
 
 // forgetLocked takes rec out of the fleet with everything it holds (the
@@ -400,28 +359,28 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 	endLife(rec.member)
 	rec.member, rec.cur, rec.engaging, rec.runs, rec.fence = nil, nil, nil, nil, nil
 	e.transitionLocked(rec, StateGone, why)
-	e.releaseSeriesLocked(rec)
+	e.health.release(rec)
 }
 
 // drain waits for the clusters of stop to stop and for their reconciles in
 // flight to return, the latter for at most DrainTimeout; an overrun is logged
 // and counted, and the fence is released anyway: the next owner would take it
 // over once it expires.
-func (e *Engine) drain(name multicluster.ClusterName, stop []*instance) {
+func drain(log logr.Logger, timeout time.Duration, name multicluster.ClusterName, stop []*instance) {
 	for _, in := range stop {
 		<-in.stopped
 		if in.alsoStopped != nil {
 			<-in.alsoStopped()
 		}
 	}
-	timer := time.NewTimer(e.opts.DrainTimeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for _, in := range stop {
 		select {
 		case <-in.inflight.wait():
 		case <-timer.C:
 			metrics.DrainOverruns.Inc()
-			e.log.Error(fmt.Errorf("reconciles still running after %s", e.opts.DrainTimeout),
+			log.Error(fmt.Errorf("reconciles still running after %s", timeout),
 				"Releasing the cluster's fence although reconciles against it have not returned", "cluster", name)
 			return
 		}

@@ -46,7 +46,7 @@ func NewProbe(ctx context.Context, cl cluster.Cluster) (probe func() error, stop
 }
 
 // Running is the count of clusters the probe budget is shared between.
-func (e *Engine) Running() int { return int(e.running.Load()) }
+func (e *Engine) Running() int { return int(e.health.running.Load()) }
 
 // RunsHere reports whether the budget counts a cluster in state s.
 func RunsHere(s State) bool { return runsHere(s) }

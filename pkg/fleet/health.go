@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
@@ -26,27 +28,27 @@ import (
 // to the workers at once (see probeWorkers): a probe's request wakes
 // goroutines and threads, and probes in one burst share those wake-ups (4
 // probes in flight cost about 1.4x the CPU per probe of 32).
-func (e *Engine) runProbes(ctx context.Context, between func()) {
-	tick := min(time.Second, e.opts.Health.Interval/2, e.opts.MinBackoff)
+func (h *health) runProbes(ctx context.Context, answer answerFunc, between func()) {
+	tick := min(time.Second, h.opts.Health.Interval/2, h.opts.MinBackoff)
 	tick = max(tick, 10*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	w := newProbeWorkers(ctx, e.opts.MaxConcurrentProbes, e.opts.Health.Timeout, e.answer)
+	w := newProbeWorkers(ctx, h.opts.MaxConcurrentProbes, h.opts.Health.Timeout, answer)
 	defer func() {
 		w.wg.Wait()
 		// Probes handed over but never started: due again once the engine
 		// starts again.
 		w.mu.Lock()
-		e.health.queue.mu.Lock()
+		h.queue.mu.Lock()
 		for _, j := range w.queue {
 			j.rec.probing = false
 		}
-		e.health.queue.mu.Unlock()
+		h.queue.mu.Unlock()
 		w.queue = nil
 		w.mu.Unlock()
 	}()
-	if !e.opts.Health.Disabled {
-		for range e.opts.MaxConcurrentProbes {
+	if !h.opts.Health.Disabled {
+		for range h.opts.MaxConcurrentProbes {
 			w.spawn()
 		}
 	}
@@ -58,13 +60,13 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 		case <-t.C:
 		}
 		between()
-		if e.opts.Health.Disabled {
+		if h.opts.Health.Disabled {
 			continue
 		}
 		probes = probes[:0]
 		now := time.Now()
-		e.health.queue.mu.Lock()
-		e.health.queue.dueLocked(now, func(rec *record) {
+		h.queue.mu.Lock()
+		h.queue.dueLocked(now, func(rec *record) {
 			in := rec.view.Load().probe
 			if in == nil {
 				return // scheduled again when engaged or disconnected
@@ -72,13 +74,13 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 			if rec.probing {
 				// Its last probe still runs (a timeout longer than the
 				// interval): look again next round.
-				e.health.queue.scheduleLocked(rec, now.Add(tick))
+				h.queue.scheduleLocked(rec, now.Add(tick))
 				return
 			}
 			rec.probing = true
 			probes = append(probes, probeJob{rec, in})
 		})
-		e.health.queue.mu.Unlock()
+		h.queue.mu.Unlock()
 		// Every due probe runs this round, at most MaxConcurrentProbes at once.
 		w.hand(probes)
 		clear(probes) // no record outlives its round here
@@ -88,21 +90,37 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 // probeInterval is the wait before the next probe of a healthy cluster:
 // the configured interval, stretched by the probe budget
 // (HealthOptions.MaxProbesPerSecond) when the fleet is large.
-func (e *Engine) probeInterval() time.Duration {
-	h := e.opts.Health
-	d := h.intervalAt(int(e.running.Load()))
-	if d > h.Interval && e.stretched.CompareAndSwap(false, true) {
-		e.log.Info("Probing healthy clusters less often than the probe interval, to stay within the probe budget",
-			"interval", h.Interval.String(), "stretchedTo", d.Round(time.Second).String(), "clusters", e.running.Load(), "maxProbesPerSecond", h.MaxProbesPerSecond)
+func (h *health) probeInterval() time.Duration {
+	o := h.opts.Health
+	d := o.intervalAt(int(h.running.Load()))
+	if d > o.Interval && h.stretched.CompareAndSwap(false, true) {
+		h.log.Info("Probing healthy clusters less often than the probe interval, to stay within the probe budget",
+			"interval", o.Interval.String(), "stretchedTo", d.Round(time.Second).String(), "clusters", h.running.Load(), "maxProbesPerSecond", o.MaxProbesPerSecond)
 	}
 	return d
 }
 
-// health is the engine's probing: the probes to come and the
-// per-cluster series of multicluster_cluster_healthy.
+// health is the engine's probing: the probes to come, the per-cluster
+// series of multicluster_cluster_healthy and the probe budget.
 type health struct {
-	queue  probeQueue
-	series metrics.SeriesCap
+	opts      Options
+	log       logr.Logger
+	queue     probeQueue
+	series    metrics.SeriesCap
+	running   atomic.Int64 // records this replica runs (see runsHere): the probe budget's divisor
+	stretched atomic.Bool  // the probe budget stretched the interval (logged once)
+}
+
+// release drops the cluster's per-cluster series: it is gone, or run by
+// another replica now.
+func (h *health) release(rec *record) {
+	rec.healthGauge.Store(0) // written again by the next probe, if any
+	if h.series.Release(rec.name) {
+		metrics.Healthy.DeleteLabelValues(rec.name)
+	}
+	if h.opts.OnRelease != nil {
+		h.opts.OnRelease(rec.name)
+	}
 }
 
 // probeResult classifies a probe.
@@ -125,10 +143,10 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	// The common answer, an engaged cluster still healthy, changes nothing
 	// but the next probe's time: it takes no lock but the probe queue's.
 	if v := rec.view.Load(); res == probeOK && v.state == StateEngaged && v.probe == in && rec.failures.Load() == 0 {
-		e.setHealthy(rec, 1)
+		e.health.setHealthy(rec, 1)
 		e.health.queue.mu.Lock()
 		rec.probing = false
-		e.health.queue.scheduleLocked(rec, now.Add(e.probeInterval()))
+		e.health.queue.scheduleLocked(rec, now.Add(e.health.probeInterval()))
 		e.health.queue.mu.Unlock()
 		return
 	}
@@ -145,12 +163,12 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	if res == probeOK {
 		gauge = 1
 	}
-	e.setHealthy(rec, gauge)
+	e.health.setHealthy(rec, gauge)
 	var refresh func()
 	switch {
 	case res == probeOK && rec.state == StateDisconnected:
 		rec.failures.Store(0)
-		e.health.queue.schedule(rec, now.Add(e.probeInterval()))
+		e.health.queue.schedule(rec, now.Add(e.health.probeInterval()))
 		if !rec.answering {
 			e.log.Info("Cluster answers again", "cluster", rec.name)
 		}
@@ -160,7 +178,7 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 		e.kickLocked(rec)
 	case res == probeOK:
 		rec.failures.Store(0)
-		e.health.queue.schedule(rec, now.Add(e.probeInterval()))
+		e.health.queue.schedule(rec, now.Add(e.health.probeInterval()))
 	default:
 		failures := rec.failures.Add(1)
 		rec.answering = false
@@ -193,12 +211,12 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 // it holds v already: most probes change nothing, and the label lookup and
 // the series cap's lock are most of what a probe costs besides its request.
 // One probe of a record answers at a time.
-func (e *Engine) setHealthy(rec *record, v float64) {
+func (h *health) setHealthy(rec *record, v float64) {
 	mark := int32(v) + 1
 	if rec.healthGauge.Load() == mark {
 		return
 	}
-	if e.health.series.Admit(rec.name) {
+	if h.series.Admit(rec.name) {
 		metrics.Healthy.WithLabelValues(rec.name).Set(v)
 		rec.healthGauge.Store(mark)
 	}

@@ -125,9 +125,28 @@ func (rm *recordMap) get(name multicluster.ClusterName) (*record, bool) {
 	return v.(*record), true
 }
 
-func (rm *recordMap) add(rec *record) {
-	rm.m.Store(rec.name, rec)
-	rm.n.Add(1)
+// getOrAdd returns name's record, adding one; under the engine's lock.
+func (rm *recordMap) getOrAdd(name multicluster.ClusterName) *record {
+	rec, ok := rm.get(name)
+	if !ok {
+		rec = &record{name: name}
+		publishLocked(rec)
+		rm.m.Store(name, rec)
+		rm.n.Add(1)
+	}
+	return rec
+}
+
+// view returns what readers see of name; nil if the engine does not know it.
+func (rm *recordMap) view(name multicluster.ClusterName) *view {
+	rec, ok := rm.get(name)
+	if !ok {
+		return nil
+	}
+	if v := rec.view.Load(); v.state != StateGone && v.state != "" {
+		return v
+	}
+	return nil
 }
 
 func (rm *recordMap) remove(name multicluster.ClusterName) {

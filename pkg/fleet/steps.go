@@ -50,12 +50,6 @@ func (e *Engine) kickLocked(rec *record) {
 	})
 }
 
-func (e *Engine) kickAllLocked() {
-	for rec := range e.records.all() {
-		e.kickLocked(rec)
-	}
-}
-
 // mayRunLocked reports whether this replica may run m now: the engine runs,
 // or m was adopted without sharding (its provider runs it, and subscribers
 // remember it until they start); and this replica owns the name.
@@ -105,7 +99,7 @@ func (e *Engine) nextStepLocked(rec *record) step {
 		return e.attemptStepLocked(rec, m)
 	case rec.state == StateEngaged && cur.exited.Load():
 		e.disconnectLocked(rec, "start-failed: its cache stopped")
-		e.retryLocked(rec)
+		e.retryAfterLocked(rec, rec.nextBackoff(e.opts))
 	case rec.state == StateDisconnected && (rec.answering || cur.exited.Load()):
 		return e.attemptStepLocked(rec, m)
 	case rec.state == StateEngaged && cur.offered < len(e.subs):
@@ -114,16 +108,13 @@ func (e *Engine) nextStepLocked(rec *record) step {
 	return nil
 }
 
-// retryLocked looks at rec again after its backoff.
-func (e *Engine) retryLocked(rec *record) {
-	if rec.backoff == 0 {
-		rec.backoff = e.opts.MinBackoff
-	} else {
-		rec.backoff = min(2*rec.backoff, e.opts.MaxBackoff)
-	}
-	e.retryAfterLocked(rec, rec.backoff)
+// nextBackoff returns the wait before rec's next attempt after a failure.
+func (rec *record) nextBackoff(o Options) time.Duration {
+	rec.backoff = min(max(2*rec.backoff, o.MinBackoff), o.MaxBackoff)
+	return rec.backoff
 }
 
+// retryAfterLocked looks at rec again after d.
 func (e *Engine) retryAfterLocked(rec *record, d time.Duration) {
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
@@ -137,9 +128,10 @@ func (e *Engine) retryAfterLocked(rec *record, d time.Duration) {
 	rec.retry = t
 }
 
-// supersedeLocked ends the step in flight, if it can be ended: what it
-// works for is no longer wanted. A retry waiting for its backoff goes too.
-func (e *Engine) supersedeLocked(rec *record) {
+// supersede ends the step in flight, if it can be ended: what it works for
+// is no longer wanted. A retry waiting for its backoff goes too. Under the
+// engine's lock.
+func (rec *record) supersede() {
 	if rec.cancel != nil {
 		rec.cancel()
 		rec.cancel = nil
@@ -151,8 +143,9 @@ func (e *Engine) supersedeLocked(rec *record) {
 	rec.backoff, rec.acquireBackoff = 0, 0
 }
 
-// stepContextLocked returns the context of a cancellable step.
-func (e *Engine) stepContextLocked(rec *record, parent context.Context) (context.Context, context.CancelFunc) {
+// stepContext returns the context of a cancellable step. Under the
+// engine's lock.
+func (rec *record) stepContext(parent context.Context) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(parent)
 	rec.cancel = cancel
 	return ctx, cancel
@@ -176,7 +169,7 @@ func (e *Engine) SetMember(m Member) {
 	m.adopted = false
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	rec := e.recordLocked(m.Name)
+	rec := e.records.getOrAdd(m.Name)
 	if old := rec.member; old != nil && old.adopted {
 		if old.owner == nil || old.owner.Err() == nil {
 			e.log.Error(errors.New("the name is engaged by a provider through Engage; a name has one source"), "Ignoring member", "cluster", m.Name)
@@ -208,7 +201,7 @@ func (e *Engine) setMemberLocked(rec *record, m *Member, why string) {
 	if rec.state == "" || rec.state == StateGone {
 		e.transitionLocked(rec, StateWanted, why)
 	}
-	e.supersedeLocked(rec)
+	rec.supersede()
 	e.kickLocked(rec)
 }
 
@@ -225,7 +218,7 @@ func (e *Engine) removeLocked(rec *record, why string) {
 	rec.member.stopOwner()
 	rec.notifyLocked(nil, multicluster.WithCluster(rec.name, fmt.Errorf("removed while engaging (%s)", why)))
 	rec.member = nil
-	e.supersedeLocked(rec)
+	rec.supersede()
 	e.kickLocked(rec)
 }
 
@@ -250,7 +243,7 @@ func (e *Engine) leaveLocked(rec *record) step {
 	// Engage calls waiting here return: the cluster is engaged where it runs.
 	rec.notifyLocked(nil, nil)
 	e.transitionLocked(rec, to, why)
-	e.releaseSeriesLocked(rec)
+	e.health.release(rec)
 	return func() {
 		for _, in := range stop {
 			if in.eng != nil && in.eng.Err() == nil {
@@ -258,7 +251,7 @@ func (e *Engine) leaveLocked(rec *record) step {
 			}
 			in.teardown()
 		}
-		e.drain(rec.name, stop)
+		drain(e.log, e.opts.DrainTimeout, rec.name, stop)
 		if f != nil {
 			f.release()
 		}
@@ -270,7 +263,7 @@ func (e *Engine) leaveLocked(rec *record) step {
 // cluster, or renewal lapsed) is retried with backoff for as long as this
 // replica owns the cluster.
 func (e *Engine) acquireStepLocked(rec *record) step {
-	ctx, cancel := e.stepContextLocked(rec, e.ctx)
+	ctx, cancel := rec.stepContext(e.ctx)
 	return func() {
 		fenced, release, err := e.opts.Admission.Acquire(ctx, rec.name)
 		e.mu.Lock()
@@ -292,7 +285,7 @@ func (e *Engine) acquireStepLocked(rec *record) step {
 				e.mu.Lock()
 				defer e.mu.Unlock()
 				if rec.fence != nil && rec.fence.ctx == fenced {
-					e.supersedeLocked(rec)
+					rec.supersede()
 					e.kickLocked(rec)
 				}
 			})
