@@ -96,6 +96,11 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 		return nil, errSuperseded(rec.name)
 	}
 	rec.track(in)
+	if in.start == nil {
+		context.AfterFunc(in.run, func() { close(in.stopped) })
+		e.mu.Unlock()
+		return in, nil
+	}
 	e.wg.Go(func() {
 		if in.runCluster(e.log.WithValues("cluster", rec.name)) {
 			e.mu.Lock()

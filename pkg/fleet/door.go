@@ -22,7 +22,9 @@ import (
 // engine hands subscribers the Cluster itself and runs start in its place.
 type borrowed struct {
 	cluster.Cluster
-	// start runs as the cluster's Start for one of the engine's instances.
+	// start runs as the cluster's Start for one of the engine's instances;
+	// nil if the cluster runs outside the engine, which then runs nothing
+	// for it (no goroutine per adopted cluster).
 	start func(ctx context.Context) error
 	// stopped, if set, is closed once the lent cluster itself has stopped.
 	stopped func() <-chan struct{}
@@ -193,14 +195,10 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 }
 
 // lend is the Build of an adopted cluster: its provider started and synced
-// it and runs it; each of the engine's instances runs until the engine lets
-// go of it.
+// it and runs it; each of the engine's instances of it lasts until the
+// engine lets go of it.
 func lend(cl cluster.Cluster) func(context.Context) (cluster.Cluster, error) {
-	start := func(ctx context.Context) error {
-		<-ctx.Done()
-		return nil
-	}
 	return func(context.Context) (cluster.Cluster, error) {
-		return &borrowed{Cluster: cl, start: start, synced: true}, nil
+		return &borrowed{Cluster: cl, synced: true}, nil
 	}
 }
