@@ -4,408 +4,391 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"sync/atomic"
+	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// SetMember adds or updates a desired member. Before the engine runs, members
-// wait in StateWanted.
-func (e *Engine) SetMember(m Member) {
-	if (m.Build == nil) == (m.Cluster == nil) {
-		e.log.Error(errors.New("exactly one of Build and Cluster must be set"), "Ignoring member", "cluster", m.Name)
-		return
-	}
-	m.adopted = false
-	// Under the read lock and the record's: a provider publishing its fleet
-	// at start-up does not hold up the attempts it started already.
-	rec, unlock := e.lockNewRecord(m.Name)
-	defer unlock()
-	if rec.member != nil && rec.member.adopted && rec.owner != nil && rec.owner.ctx.Err() != nil {
-		// Its provider let go of it already (the removal is on its way): the
-		// published member replaces it.
-		rec.owner.stop()
-		rec.owner = nil
-		rec.member = nil
-	}
-	if rec.member != nil && rec.member.adopted {
-		e.log.Error(errors.New("the name is engaged by a provider through Engage; a name has one source"), "Ignoring member", "cluster", m.Name)
-		return
-	}
-	if rec.member != nil && rec.member.Hash == m.Hash {
-		rec.member.Report, rec.member.Refresh = m.Report, m.Refresh
-		return
-	}
-	rec.member = &m
-	if rec.state == "" {
-		e.transitionLocked(rec, StateWanted, "published by its provider")
-	}
-	e.admitLocked(rec)
+// errSuperseded reports an attempt that a newer wish made pointless.
+func errSuperseded(name multicluster.ClusterName) error {
+	return multicluster.WithCluster(name, errors.New("replaced or removed while engaging"))
 }
 
-// RemoveMember removes a member: it is disengaged and torn down.
-func (e *Engine) RemoveMember(name multicluster.ClusterName) {
-	e.mu.Lock()
-	rec, ok := e.records.get(name)
-	if !ok {
-		e.mu.Unlock()
-		return
+// attemptStepLocked builds, starts and syncs an instance of m, then engages
+// it with every subscriber, all or nothing, and makes it rec's current
+// instance, replacing the one before. A failure is retried with backoff; a
+// cluster that never engaged is disconnected meanwhile.
+func (e *Engine) attemptStepLocked(rec *record, m *Member) step {
+	parent := e.base
+	if rec.fence != nil {
+		parent = rec.fence.ctx
 	}
-	stop, release := e.removeLocked(rec, "removed by its provider")
-	e.mu.Unlock()
-	e.teardownAndRelease(name, stop, "removed", release)
-}
-
-// attemptLocked starts building and starting rec's member, abandoning any
-// attempt in flight. Under the engine's exclusive lock, or lockRecord.
-func (e *Engine) attemptLocked(rec *record) {
-	rec.gen++
-	gen := rec.gen
-	if rec.retry != nil {
-		rec.retry.Stop()
-		rec.retry = nil
-	}
-	if old := rec.next; old != nil {
-		rec.next = nil
-		e.retireLocked(rec, old, "replaced")
-	}
-	e.stopStaleRunsLocked(rec)
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "starting")
 	}
-	mp := rec.member
-	m := *mp
-	parent := e.base
-	if rec.fence != nil {
-		parent = rec.fence
-	}
-	rec.attempting = gen
-	e.wg.Go(func() { e.attempt(rec, gen, mp, m, parent) })
-}
-
-// attemptEnded notes that the attempt of gen is no longer on its way.
-func (e *Engine) attemptEnded(rec *record, gen uint64) {
-	defer e.lockRecord(rec)()
-	if rec.attempting == gen {
-		rec.attempting = 0
-	}
-}
-
-// attempt builds, starts and syncs one instance of a member, then engages it.
-func (e *Engine) attempt(rec *record, gen uint64, mp *Member, m Member, parent context.Context) {
-	defer e.attemptEnded(rec, gen)
-	in, err := e.start(rec, gen, mp, m, parent)
-	if err == nil {
-		unlock := e.lockRecord(rec)
-		if rec.gen != gen {
-			unlock()
-			e.retire(rec, in, "replaced")
+	life := lifeLocked(m, parent)
+	ctx, cancel := rec.stepContext(parent)
+	return func() {
+		in, err := e.start(ctx, rec, m, parent, life)
+		if err == nil {
+			err = e.engage(ctx, rec, in)
+		}
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		superseded := ctx.Err() != nil
+		doneLocked(rec, ctx, cancel)
+		if err == nil {
 			return
 		}
-		rec.next = in
-		unlock()
-		err = e.engage(rec, gen, in)
-		if err != nil {
-			e.retire(rec, in, "engagement refused")
+		if in != nil {
+			rec.retire(in)
+		}
+		if superseded || rec.gone || e.closing {
+			return // looked at again: what it worked for is no longer wanted
+		}
+		if rec.cur == nil {
+			e.transitionLocked(rec, StateDisconnected, "could not be started: "+err.Error())
+		}
+		e.retryAfterLocked(rec, rec.nextBackoff(e.opts))
+		e.log.Error(err, "Failed to start cluster, retrying", "cluster", rec.name, "retryIn", rec.backoff.String())
+		rec.notifyLocked(m, err)
+		if report := m.Report; report != nil {
+			e.wg.Go(func() { report(err) })
 		}
 	}
-	if err == nil {
-		return
-	}
-	// Under the record's lock: a fleet failing to start under load must not
-	// queue every attempt and reconciler behind the engine's exclusive lock.
-	defer e.lockRecord(rec)()
-	if rec.gen != gen || !e.records.is(rec.name, rec) || parent.Err() != nil {
-		// Superseded, or its fence (or the engine) ended, which is handled
-		// where that is noticed: the error belongs to an attempt nobody waits for.
-		return
-	}
-	if rec.next == in {
-		rec.next = nil
-	}
-	if rec.backoff == 0 {
-		rec.backoff = e.opts.MinBackoff
-	} else {
-		rec.backoff = min(2*rec.backoff, e.opts.MaxBackoff)
-	}
-	if rec.cur == nil {
-		e.transitionLocked(rec, StateDisconnected, "could not be started: "+err.Error())
-	}
-	e.log.Error(err, "Failed to start cluster, retrying", "cluster", rec.name, "retryIn", rec.backoff.String())
-	e.notifyLocked(rec, mp, err)
-	if report := m.Report; report != nil {
-		e.wg.Go(func() { report(err) })
-	}
-	rec.retry = time.AfterFunc(rec.backoff, func() {
-		defer e.lockRecord(rec)()
-		if rec.gen == gen && e.records.is(rec.name, rec) && e.base.Err() == nil {
-			e.attemptLocked(rec)
-		}
-	})
 }
 
-// track puts in on rec's books (see record.runs), unless a newer decision
-// made the attempt stale.
-func (e *Engine) track(rec *record, gen uint64, in *instance) error {
-	defer e.lockRecord(rec)()
-	if rec.gen != gen {
+// retire lets go of an instance that is no longer current or being
+// engaged: reconciles handed it may still run, so it stays on the books
+// (runs) until they return. Under the engine's lock.
+func (rec *record) retire(in *instance) {
+	in.teardown()
+	if in.member != rec.member && (rec.cur == nil || rec.cur.member != in.member) {
+		endLife(in.member)
+	}
+}
+
+// start builds the member's cluster, starts it and waits for its cache,
+// bounded by CacheSyncTimeout. The instance it returns with an error is
+// retired by the caller.
+func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life context.Context) (*instance, error) {
+	cl, err := build(ctx, life, e.opts.CacheSyncTimeout, m.Build)
+	if err != nil {
+		return nil, multicluster.WithCluster(rec.name, fmt.Errorf("building: %w", err))
+	}
+	in := &instance{cl: cl, member: m, start: cl.Start, stopped: make(chan struct{})}
+	b, lent := cl.(*borrowed)
+	if lent {
+		in.cl, in.start, in.alsoStopped = b.Cluster, b.start, b.stopped
+	}
+	in.run, in.stopRun = context.WithCancel(parent)
+	// On the books before it starts, so that whoever takes the record's fence
+	// away stops and waits for it.
+	e.mu.Lock()
+	if rec.gone || e.closing {
+		e.mu.Unlock()
 		in.stopRun()
-		return errSuperseded(rec.name)
-	}
-	rec.runs = append(slices.DeleteFunc(rec.runs, (*instance).finished), in)
-	return nil
-}
-
-// start builds (or takes) the member's cluster, starts it and waits for its
-// cache, bounded by CacheSyncTimeout.
-func (e *Engine) start(rec *record, gen uint64, mp *Member, m Member, parent context.Context) (*instance, error) {
-	run, stopRun := context.WithCancel(parent)
-	in := &instance{hash: m.Hash, member: mp, run: run, stopRun: stopRun}
-	if m.adopted {
-		// Its provider started and synced it before Engage, and runs it: the
-		// engine only engages it, as it always has.
-		in.cl = m.Cluster
-		if err := e.track(rec, gen, in); err != nil {
-			return nil, err
-		}
-		return in, nil
-	}
-	in.stopped, in.appRuns = make(chan struct{}), new(atomic.Bool)
-	var exited <-chan error  // the Start this attempt made
-	var died <-chan struct{} // the Start of a run this attempt shares
-	if m.Build != nil {
-		cl, err := e.build(run, m.Build)
-		if err != nil {
-			stopRun()
-			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("building: %w", err))
-		}
-		in.cl, in.built = cl, true
-		// Every cluster the engine runs is on the record's books before it
-		// starts, so that whoever takes the record's fence away stops and
-		// waits for it, even while this attempt has not reported back.
-		if err := e.track(rec, gen, in); err != nil {
-			return nil, err
-		}
-		exited = e.run(rec, in)
-	} else {
-		in.cl = m.Cluster
-		shared, err := e.trackPrebuilt(rec, gen, mp, in)
-		if err != nil {
-			stopRun()
-			return nil, err
-		}
-		if shared != nil {
-			// Started by an earlier attempt, and still running.
-			stopRun()
-			in, run, stopRun = shared, shared.run, shared.stopRun
-			died = in.stopped
-		} else {
-			exited = e.run(rec, in)
-		}
-	}
-
-	syncCtx, cancel := context.WithTimeout(run, e.opts.CacheSyncTimeout)
-	defer cancel()
-	synced := make(chan bool, 1)
-	go func() { synced <- in.cl.GetCache().WaitForCacheSync(syncCtx) }()
-	for {
-		select {
-		case ok := <-synced:
-			if ok {
-				return in, nil
-			}
-			if parent.Err() != nil {
-				stopRun()
-				return nil, multicluster.WithCluster(rec.name, errors.New("stopped while its cache was syncing"))
-			}
-			if in.built {
-				stopRun()
-			} // else a pre-built cluster keeps running for the next attempt
-			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("cache did not sync within %s", e.opts.CacheSyncTimeout))
-		case err := <-exited:
-			if AlreadyStarted(err) {
-				// The application runs this cluster itself (upstream's examples
-				// start the cluster they hand to a provider): use it as it is.
-				in.built = false // the application runs it, not the engine
-				exited = nil
-				continue
-			}
-			stopRun()
-			cancel()
-			<-synced
-			return nil, multicluster.WithCluster(rec.name, fmt.Errorf("stopped before its cache synced: %w", errOrStopped(err)))
-		case <-died:
-			if !in.dead() {
-				died = nil // the application runs it
-				continue
-			}
-			cancel()
-			<-synced
-			return nil, multicluster.WithCluster(rec.name, errors.New("stopped running before its cache synced"))
-		}
-	}
-}
-
-// run starts in's cluster: the one goroutine per cluster, as Start blocks
-// while the cluster runs. The channel gets what Start returned.
-func (e *Engine) run(rec *record, in *instance) <-chan error {
-	exited := make(chan error, 1)
-	run := in.run
-	e.wg.Go(func() {
-		err := in.cl.Start(run)
-		if AlreadyStarted(err) {
-			// Before stopped is closed: whoever sees it closed (the cache may
-			// sync before this answer is read below) must know it means
-			// nothing.
-			in.appRuns.Store(true)
-		}
-		if in.built {
-			// Its informers have stopped: let go of their idle connections, so
-			// that a removed cluster leaves no connection goroutines behind.
-			if hc := in.cl.GetHTTPClient(); hc != nil {
-				hc.CloseIdleConnections()
-			}
-		}
-		// Closed before exited is called below: an engagement in flight
-		// either sees it closed when it makes the instance current (and
-		// refuses it), or made it current before, and exited disconnects it.
-		close(in.stopped)
-		exited <- err
-		if AlreadyStarted(err) {
-			return
-		}
-		if run.Err() == nil {
-			e.exited(rec, in, err)
-		}
-	})
-	return exited
-}
-
-// trackPrebuilt puts in, an instance of a pre-built member, on rec's books
-// (see track), unless an earlier attempt of the member started its cluster:
-// a cache starts once only, so that run is shared, and returned as a new
-// instance; if it ended, the cluster cannot run again and an error says so.
-// A cluster the application runs itself is taken as it is, each time.
-func (e *Engine) trackPrebuilt(rec *record, gen uint64, mp *Member, in *instance) (*instance, error) {
-	defer e.lockRecord(rec)()
-	if rec.gen != gen {
 		return nil, errSuperseded(rec.name)
 	}
-	if prev := mp.run; prev != nil && !prev.appRuns.Load() {
-		if prev.run.Err() != nil || prev.dead() {
-			return nil, multicluster.WithCluster(rec.name, errors.New("its cache stopped, and a pre-built cluster cannot be started again: its provider must publish a new one"))
-		}
-		return prev.share(), nil
+	rec.track(in)
+	if in.start == nil {
+		context.AfterFunc(in.run, func() { close(in.stopped) })
+		e.mu.Unlock()
+		return in, nil
 	}
-	mp.run = in
-	rec.runs = append(slices.DeleteFunc(rec.runs, (*instance).finished), in)
-	return nil, nil
-}
-
-// retire lets go of an instance whose attempt failed or was superseded (see
-// retireLocked).
-func (e *Engine) retire(rec *record, in *instance, why string) {
-	defer e.lockRecord(rec)()
-	e.retireLocked(rec, in, why)
-}
-
-// retireLocked lets go of an instance that an attempt made: it is torn down,
-// unless it runs its record's pre-built member, which the next attempt
-// engages again (a cache starts once only): then only its engagement ends.
-// Its run ends when the record lets go of it (takeInstances), or when the
-// member is replaced. Under the engine's exclusive lock, or lockRecord.
-func (e *Engine) retireLocked(rec *record, in *instance, why string) {
-	// Reconciles may still hold it (it was handed out while engaging).
-	rec.keepWhileHeld(in)
-	if e.keepsRunLocked(rec, in) {
-		if in.disengage != nil {
-			in.disengage()
+	e.wg.Go(func() {
+		if in.runCluster(e.log.WithValues("cluster", rec.name)) {
+			e.mu.Lock()
+			e.kickLocked(rec)
+			e.mu.Unlock()
 		}
-		return
+	})
+	e.mu.Unlock()
+	if lent && b.synced {
+		return in, nil
 	}
-	e.wg.Go(func() { e.teardown(rec.name, in, why) })
-}
 
-// keepsRunLocked reports whether in runs rec's current pre-built member.
-func (e *Engine) keepsRunLocked(rec *record, in *instance) bool {
-	mp := in.member
-	return mp != nil && mp == rec.member && mp.run != nil && mp.run.stopped == in.stopped &&
-		!mp.run.appRuns.Load() && e.records.is(rec.name, rec)
-}
-
-// stopStaleRunsLocked stops the runs of pre-built members rec no longer
-// wants, kept for attempts that will not come, unless subscribers still
-// hold them (the current instance, torn down once replaced).
-func (e *Engine) stopStaleRunsLocked(rec *record) {
-	for _, r := range rec.runs {
-		mp := r.member
-		if mp == nil || mp == rec.member || mp.run != r || (rec.cur != nil && rec.cur.stopped == r.stopped) {
-			continue
+	syncCtx, cancelSync := context.WithTimeout(in.run, e.opts.CacheSyncTimeout)
+	defer cancelSync()
+	stopSync := context.AfterFunc(ctx, cancelSync)
+	defer stopSync()
+	synced := make(chan bool, 1)
+	go func() { synced <- in.cl.GetCache().WaitForCacheSync(syncCtx) }()
+	select {
+	case ok := <-synced:
+		switch {
+		case ctx.Err() != nil:
+			return in, errSuperseded(rec.name)
+		case !ok && parent.Err() != nil:
+			return in, multicluster.WithCluster(rec.name, errors.New("stopped while its cache was syncing"))
+		case !ok:
+			return in, multicluster.WithCluster(rec.name, fmt.Errorf("cache did not sync within %s", e.opts.CacheSyncTimeout))
 		}
-		r.stopRun()
+		return in, nil
+	case <-in.stopped:
+		cancelSync()
+		<-synced
+		return in, multicluster.WithCluster(rec.name, errors.New("stopped before its cache synced"))
 	}
 }
 
-// build runs a member's Build, bounded by CacheSyncTimeout. Building may run
-// a credential plugin, which client-go starts without a time limit: a plugin
+// runCluster runs in's cluster: the one goroutine per cluster, as Start
+// blocks while the cluster runs. It reports whether the cluster exited on
+// its own, while the instance should have run.
+func (in *instance) runCluster(log logr.Logger) (exited bool) {
+	err := in.start(in.run)
+	if AlreadyStarted(err) {
+		// The application runs this cluster itself (upstream's examples start
+		// the cluster they hand to a provider): it runs as long as the
+		// instance does.
+		<-in.run.Done()
+		err = nil
+	}
+	// Its informers have stopped: let go of their idle connections, so that
+	// a removed cluster leaves no connection goroutines behind.
+	if hc := in.cl.GetHTTPClient(); hc != nil && in.alsoStopped == nil {
+		hc.CloseIdleConnections()
+	}
+	if in.run.Err() == nil {
+		in.exited.Store(true)
+		if err != nil {
+			log.Error(err, "Cluster stopped running")
+		}
+	}
+	// Closed after exited is set: an engagement in flight either sees the
+	// instance dead when it makes it current (and refuses it), or made it
+	// current before, and the engine's next look disconnects it.
+	close(in.stopped)
+	return in.exited.Load()
+}
+
+// build runs a member's Build, bounded by timeout. Building may run a
+// credential plugin, which client-go starts without a time limit: a plugin
 // that hangs costs one abandoned goroutine until it exits, never the
 // cluster's retries or the engine's shutdown.
-func (e *Engine) build(ctx context.Context, build func(context.Context) (cluster.Cluster, error)) (cluster.Cluster, error) {
+func build(ctx, life context.Context, timeout time.Duration, b func(context.Context) (cluster.Cluster, error)) (cluster.Cluster, error) {
 	type result struct {
 		cl  cluster.Cluster
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		cl, err := build(ctx)
+		cl, err := b(life)
 		done <- result{cl, err}
 	}()
-	timer := time.NewTimer(e.opts.CacheSyncTimeout)
+	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
 	case r := <-done:
+		if r.err == nil && r.cl == nil {
+			r.err = errors.New("Build returned no cluster")
+		}
 		return r.cl, r.err
 	case <-timer.C:
-		return nil, fmt.Errorf("did not finish within %s", e.opts.CacheSyncTimeout)
+		return nil, fmt.Errorf("did not finish within %s", timeout)
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
 }
 
-func errOrStopped(err error) error {
-	if err == nil {
-		return errors.New("cluster.Start returned")
+// engage engages in with every subscriber, all or nothing, and makes it the
+// record's current instance; the instance it replaces is retired.
+func (e *Engine) engage(ctx context.Context, rec *record, in *instance) error {
+	e.mu.Lock()
+	if ctx.Err() != nil || rec.gone {
+		e.mu.Unlock()
+		return errSuperseded(rec.name)
 	}
-	return err
+	if in.dead() {
+		e.mu.Unlock()
+		return multicluster.WithCluster(rec.name, errors.New("its cache stopped running; it is not engaged"))
+	}
+	in.eng, in.disengage = context.WithCancel(context.WithValue(in.run, engagedBy{}, e))
+	stopOnCancel := context.AfterFunc(ctx, in.disengage)
+	rec.engaging = in
+	publishLocked(rec)
+	subs := e.subs[:len(e.subs):len(e.subs)]
+	e.mu.Unlock()
+
+	err := engageAll(in.eng, rec.name, in.cl, subs)
+	for err == nil {
+		in.offered = len(subs)
+		e.mu.Lock()
+		switch {
+		case ctx.Err() != nil || rec.gone:
+			err = errSuperseded(rec.name)
+		case in.dead():
+			err = errors.New("stopped running while it was engaged")
+		case len(e.subs) > len(subs):
+			// Subscribed meanwhile: they did not see this instance.
+			more := e.subs[len(subs):len(e.subs):len(e.subs)]
+			subs = e.subs[:len(e.subs):len(e.subs)]
+			e.mu.Unlock()
+			err = engageAll(in.eng, rec.name, in.cl, more)
+			continue
+		default:
+			stopOnCancel()
+			old := rec.cur
+			rec.cur, rec.engaging = in, nil
+			rec.failures.Store(0)
+			rec.backoff, rec.answering = 0, false
+			if old != nil {
+				rec.retire(old)
+			}
+			e.transitionLocked(rec, StateEngaged, "engaged with every controller and runnable")
+			rec.notifyLocked(in.member, nil)
+			e.health.queue.schedule(rec, time.Now().Add(e.health.probeInterval()))
+			report := in.member.Report
+			e.mu.Unlock()
+			metrics.Engagements.WithLabelValues("success").Inc()
+			if report != nil {
+				report(nil)
+			}
+			return nil
+		}
+		e.mu.Unlock()
+		break
+	}
+
+	// Refused: nobody keeps the new instance. Subscribers that had replaced
+	// the previous instance with it take the previous one back.
+	stopOnCancel()
+	in.disengage()
+	metrics.Engagements.WithLabelValues("failure").Inc()
+	e.mu.Lock()
+	if rec.engaging == in {
+		rec.engaging = nil
+		publishLocked(rec)
+	}
+	old := rec.cur
+	e.mu.Unlock()
+	if old != nil && old.eng != nil && old.eng.Err() == nil {
+		if ferr := engageAll(old.eng, rec.name, old.cl, subs); ferr != nil {
+			e.log.Error(ferr, "Failed to engage the previous cluster again after its replacement was refused", "cluster", rec.name)
+		}
+	}
+	// Named once, here: a subscriber's own naming of the cluster (a
+	// controller's Engage names it for callers that do not) is taken off.
+	return multicluster.WithCluster(rec.name, err)
 }
 
-// exited handles a cluster whose Start returned while it should run: it is
-// dead, so it is disconnected and, if the engine built it, built again.
-func (e *Engine) exited(rec *record, in *instance, err error) {
-	err = errOrStopped(err)
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	// By its stopped signal: an instance engaged again after an outage
-	// carries it over.
-	if rec.cur == nil || rec.cur.stopped != in.stopped || !e.records.is(rec.name, rec) || rec.state != StateEngaged {
-		return
+// engageAll engages every subscriber concurrently and joins their errors.
+func engageAll(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster, subs []multicluster.Aware) error {
+	switch len(subs) {
+	case 0:
+		return nil
+	case 1:
+		return subs[0].Engage(ctx, name, cl)
 	}
-	e.log.Error(err, "Cluster stopped running", "cluster", rec.name)
-	e.disconnectLocked(rec, "start-failed: "+err.Error())
-	if in.built && rec.member != nil {
-		// A cluster the engine built is built again with backoff, whether or
-		// not probes run.
-		gen := rec.gen
-		rec.retry = time.AfterFunc(rec.backoff, func() {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if rec.gen == gen && e.records.is(rec.name, rec) && e.base.Err() == nil && rec.state == StateDisconnected {
-				e.attemptLocked(rec)
-			}
-		})
+	errs := make([]error, len(subs))
+	var wg sync.WaitGroup
+	for i, s := range subs {
+		wg.Go(func() { errs[i] = s.Engage(ctx, name, cl) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// catchUpStepLocked engages the subscribers added since in was engaged.
+// Their errors are logged and counted, not returned: the cluster stays
+// engaged with everyone else.
+func (e *Engine) catchUpStepLocked(rec *record, in *instance) step {
+	more := e.subs[in.offered:len(e.subs):len(e.subs)]
+	return func() {
+		var wg sync.WaitGroup
+		for _, a := range more {
+			wg.Go(func() {
+				if err := a.Engage(in.eng, rec.name, in.cl); err != nil && in.eng.Err() == nil {
+					metrics.Engagements.WithLabelValues("failure").Inc()
+					e.log.Error(err, "Failed to engage a cluster with a runnable added late", "cluster", rec.name)
+				}
+			})
+		}
+		wg.Wait()
+		e.mu.Lock()
+		in.offered += len(more)
+		e.mu.Unlock()
 	}
 }
+
+// Subscribe engages a with every engaged cluster now and every cluster
+// engaged later. It returns once a has been offered the current ones,
+// concurrently; their errors are logged and counted, not returned: the
+// clusters stay engaged with everyone else. A cluster whose engagement is in
+// flight is offered to a by that engagement, never twice, and Subscribe does
+// not wait for it.
+func (e *Engine) Subscribe(a multicluster.Aware) {
+	e.mu.Lock()
+	e.subs = append(e.subs, a)
+	var now []step
+	var recs []*record
+	for rec := range e.records.all() {
+		if rec.busy || rec.gone || rec.state != StateEngaged || rec.cur == nil || rec.cur.offered >= len(e.subs) {
+			e.kickLocked(rec)
+			continue
+		}
+		// Its turn, taken here: the catch-up is this name's step.
+		rec.busy = true
+		now = append(now, e.catchUpStepLocked(rec, rec.cur))
+		recs = append(recs, rec)
+	}
+	e.mu.Unlock()
+	var wg sync.WaitGroup
+	for i, catchUp := range now {
+		wg.Go(func() {
+			catchUp()
+			e.mu.Lock()
+			recs[i].busy = false
+			e.kickLocked(recs[i])
+			e.mu.Unlock()
+		})
+	}
+	wg.Wait()
+}
+
+// Hold marks a reconcile against name in flight: the cluster's fence is not
+// released before done is called (bounded by Options.DrainTimeout).
+// engagement is the context the reconciling subscriber was engaged with. It
+// returns the engagement's context, which ends when the cluster is
+// disengaged; ok is false if the reconcile must not run: the engine knows
+// name but does not run it here. A cluster the engine does not know (the
+// host, or a cluster engaged with the subscriber by something else) needs no
+// hold.
+//
+// A reconcile of a cluster this engine engaged never runs unheld: once the
+// engine let go of it (removed, handed away, disconnected, stopped), even a
+// name it has forgotten since, ok is false and the request is dropped.
+func (e *Engine) Hold(engagement context.Context, name multicluster.ClusterName) (engaged context.Context, done func(), ok bool) {
+	known := false
+	if rec, found := e.records.get(name); found {
+		for {
+			v := rec.view.Load()
+			known = v.state != StateGone && v.state != ""
+			in := v.in
+			if in == nil || in.eng == nil || in.eng.Err() != nil {
+				break
+			}
+			// Counted, then checked still handed out: whoever takes the
+			// instance away publishes that first and waits for the count
+			// after, so that it either sees this hold or this hold sees it gone.
+			in.inflight.add()
+			if rec.view.Load() == v && in.eng.Err() == nil {
+				h := &hold{in: in}
+				return in.eng, h.release, true
+			}
+			in.inflight.done()
+		}
+	}
+	if known || (engagement != nil && engagement.Value(engagedBy{}) == e) {
+		return nil, nil, false
+	}
+	return engagement, func() {}, true
+}
+
+// engagedBy is the key of the engine's value in every engagement's context.
+type engagedBy struct{}

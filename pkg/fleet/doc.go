@@ -9,36 +9,52 @@
 //	wanted → admitted → starting → engaged ⇄ disconnected → gone
 //
 // A provider publishes a cluster (wanted); this replica admits it when it may
-// run it (always, unless sharding assigns it elsewhere); the engine builds and
-// starts it and waits for its cache (starting); then engages it with every
-// subscriber, all or nothing (engaged). Health probes that fail
-// HealthOptions.FailureThreshold times in a row disconnect it: every
-// subscriber lets go of it, GetCluster answers with an error matching both
-// multicluster.ErrClusterNotConnected and multicluster.ErrClusterNotFound, and
-// it is probed with capped exponential backoff until it answers, then built
-// (or engaged) again, so that its initial list re-enqueues every object. A
-// cluster that cannot be started is disconnected too, and retried. When its
-// provider removes it, it is gone. Every transition is logged with the
-// cluster's name and counted in multicluster_cluster_transitions_total;
-// multicluster_clusters{state} counts the clusters in each state.
+// run it (always, unless sharding assigns it elsewhere, then once it holds the
+// cluster's fence); the engine builds and starts it and waits for its cache
+// (starting); then engages it with every subscriber, all or nothing
+// (engaged). Health probes that fail HealthOptions.FailureThreshold times in
+// a row disconnect it: every subscriber lets go of it, GetCluster answers with
+// an error matching both multicluster.ErrClusterNotConnected and
+// multicluster.ErrClusterNotFound, and it is probed with capped exponential
+// backoff until it answers, then built again, so that its initial list
+// re-enqueues every object. A cluster that cannot be started is disconnected
+// too, and retried. When its provider removes it, it is gone. Every
+// transition is logged with the cluster's name and counted in
+// multicluster_cluster_transitions_total; multicluster_clusters{state}
+// counts the clusters in each state.
 //
-// # Two front doors, one way in
+// # One kind of member
 //
-// Built-in providers publish desired members (SetMember: a name, a content
-// hash and how to build the cluster); the engine does the rest, and replaces
-// the cluster when the hash changes. Providers written as the seeds describe
-// start their clusters themselves and call Engage (through the manager).
-// Inside the engine such an adopted cluster is a member with a pre-built
-// cluster: admitted, fenced, probed, drained, handed off and torn down by the
-// same code as every other member; only, the engine cannot rebuild what it
-// did not build.
+// Every cluster enters as a member: a name, a content hash and how to build
+// it (SetMember); a new hash replaces the running cluster once the new one is
+// engaged. What a provider or the application already runs is adapted at the
+// door (door.go) into the same form: a pre-built cluster (Member.Cluster) is
+// lent to the engine, started once and kept across outages; a cluster handed
+// to Engage — the way in of providers written as the seeds describe — is lent
+// as it is, its provider running it. From there the same code admits, fences,
+// starts, probes, drains, hands off and tears down every member.
+//
+// # One place per name
+//
+// Every wish about a name (published, removed, owned here, answering again)
+// is written to its record and the name looked at; the work that calls out —
+// building, starting, engaging, waiting for a fence, draining — runs one step
+// at a time per name, in the goroutine that holds the name's turn, each step
+// chosen by comparing what is wanted with what runs (steps.go), the way a
+// controller reconciles a key. A step a newer wish makes pointless is
+// cancelled; the steps that let go of a cluster always complete. Readers
+// (Get, Hold, State, Changed, readiness, the probe scheduler) take no lock:
+// they load the record's view, which the engine replaces whole on every
+// change.
 //
 // # Draining
 //
 // Reconciles hold their cluster (Hold) while they run. Before a cluster's
 // fence is released (removal, hand-off, fence loss, shutdown), the cluster is
 // disengaged, its cache stopped, and its reconciles in flight waited for,
-// bounded by Options.DrainTimeout; an overrun is logged and counted.
+// bounded by Options.DrainTimeout; an overrun is logged and counted. A
+// reconcile of a cluster the engine let go of is never run unheld: Hold
+// refuses it.
 //
 // # Health
 //
@@ -46,7 +62,7 @@
 // authenticated identity, so no RBAC is needed) each HealthOptions.Interval,
 // on Options.MaxConcurrentProbes workers: no goroutine per cluster. It keeps
 // the probes to come in a queue ordered by time, so that a round costs the
-// probes due, not the size of the fleet, and takes the engine's lock for
-// reading only; a healthy answer does too. A 401 or 403 asks the provider for fresh credentials at once
-// (Member.Refresh).
+// probes due, not the size of the fleet. A healthy answer takes no lock but
+// the queue's. An answer never cancels an engagement on its way. A 401 or 403
+// asks the provider for fresh credentials at once (Member.Refresh).
 package fleet

@@ -8,12 +8,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
-// ReadLocked runs f while the engine's lock is read-locked, as by a
-// reconciler's Get.
+// ReadLocked runs f while a reader is in the middle of reading the fleet,
+// as a reconciler's Get or a scan of every record (readiness, listings) is:
+// from within a scan of the records.
 func (e *Engine) ReadLocked(f func()) {
-	e.mu.RLock()
-	defer e.mu.RUnlock()
-	f()
+	ran := false
+	e.records.m.Range(func(_, _ any) bool {
+		f()
+		ran = true
+		return false
+	})
+	if !ran {
+		f()
+	}
 }
 
 // NewProbe returns a function that probes cl's /readyz as the engine's
@@ -39,7 +46,7 @@ func NewProbe(ctx context.Context, cl cluster.Cluster) (probe func() error, stop
 }
 
 // Running is the count of clusters the probe budget is shared between.
-func (e *Engine) Running() int { return int(e.running.Load()) }
+func (e *Engine) Running() int { return int(e.health.running.Load()) }
 
 // RunsHere reports whether the budget counts a cluster in state s.
 func RunsHere(s State) bool { return runsHere(s) }

@@ -6,8 +6,10 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
@@ -26,27 +28,27 @@ import (
 // to the workers at once (see probeWorkers): a probe's request wakes
 // goroutines and threads, and probes in one burst share those wake-ups (4
 // probes in flight cost about 1.4x the CPU per probe of 32).
-func (e *Engine) runProbes(ctx context.Context, between func()) {
-	tick := min(time.Second, e.opts.Health.Interval/2, e.opts.MinBackoff)
+func (h *health) runProbes(ctx context.Context, answer answerFunc, between func()) {
+	tick := min(time.Second, h.opts.Health.Interval/2, h.opts.MinBackoff)
 	tick = max(tick, 10*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	w := newProbeWorkers(ctx, e.opts.MaxConcurrentProbes, e.opts.Health.Timeout, e.answer)
+	w := newProbeWorkers(ctx, h.opts.MaxConcurrentProbes, h.opts.Health.Timeout, answer)
 	defer func() {
 		w.wg.Wait()
 		// Probes handed over but never started: due again once the engine
 		// starts again.
 		w.mu.Lock()
-		e.probes.mu.Lock()
+		h.queue.mu.Lock()
 		for _, j := range w.queue {
 			j.rec.probing = false
 		}
-		e.probes.mu.Unlock()
+		h.queue.mu.Unlock()
 		w.queue = nil
 		w.mu.Unlock()
 	}()
-	if !e.opts.Health.Disabled {
-		for range e.opts.MaxConcurrentProbes {
+	if !h.opts.Health.Disabled {
+		for range h.opts.MaxConcurrentProbes {
 			w.spawn()
 		}
 	}
@@ -58,36 +60,27 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 		case <-t.C:
 		}
 		between()
-		if e.opts.Health.Disabled {
+		if h.opts.Health.Disabled {
 			continue
 		}
 		probes = probes[:0]
 		now := time.Now()
-		e.mu.RLock()
-		e.probes.mu.Lock()
-		e.probes.dueLocked(now, func(rec *record) {
-			if !rec.mu.TryRLock() {
-				// Being changed right now: look again next round rather than
-				// hold the probe queue while its holder runs.
-				e.probes.scheduleLocked(rec, now.Add(tick))
-				return
-			}
-			in, state := rec.cur, rec.state
-			rec.mu.RUnlock()
-			if in == nil || !e.records.is(rec.name, rec) || (state != StateEngaged && state != StateDisconnected) {
+		h.queue.mu.Lock()
+		h.queue.dueLocked(now, func(rec *record) {
+			in := rec.view.Load().probe
+			if in == nil {
 				return // scheduled again when engaged or disconnected
 			}
 			if rec.probing {
 				// Its last probe still runs (a timeout longer than the
 				// interval): look again next round.
-				e.probes.scheduleLocked(rec, now.Add(tick))
+				h.queue.scheduleLocked(rec, now.Add(tick))
 				return
 			}
 			rec.probing = true
 			probes = append(probes, probeJob{rec, in})
 		})
-		e.probes.mu.Unlock()
-		e.mu.RUnlock()
+		h.queue.mu.Unlock()
 		// Every due probe runs this round, at most MaxConcurrentProbes at once.
 		w.hand(probes)
 		clear(probes) // no record outlives its round here
@@ -97,14 +90,37 @@ func (e *Engine) runProbes(ctx context.Context, between func()) {
 // probeInterval is the wait before the next probe of a healthy cluster:
 // the configured interval, stretched by the probe budget
 // (HealthOptions.MaxProbesPerSecond) when the fleet is large.
-func (e *Engine) probeInterval() time.Duration {
-	h := e.opts.Health
-	d := h.intervalAt(int(e.running.Load()))
-	if d > h.Interval && e.stretched.CompareAndSwap(false, true) {
-		e.log.Info("Probing healthy clusters less often than the probe interval, to stay within the probe budget",
-			"interval", h.Interval.String(), "stretchedTo", d.Round(time.Second).String(), "clusters", e.running.Load(), "maxProbesPerSecond", h.MaxProbesPerSecond)
+func (h *health) probeInterval() time.Duration {
+	o := h.opts.Health
+	d := o.intervalAt(int(h.running.Load()))
+	if d > o.Interval && h.stretched.CompareAndSwap(false, true) {
+		h.log.Info("Probing healthy clusters less often than the probe interval, to stay within the probe budget",
+			"interval", o.Interval.String(), "stretchedTo", d.Round(time.Second).String(), "clusters", h.running.Load(), "maxProbesPerSecond", o.MaxProbesPerSecond)
 	}
 	return d
+}
+
+// health is the engine's probing: the probes to come, the per-cluster
+// series of multicluster_cluster_healthy and the probe budget.
+type health struct {
+	opts      Options
+	log       logr.Logger
+	queue     probeQueue
+	series    metrics.SeriesCap
+	running   atomic.Int64 // records this replica runs (see runsHere): the probe budget's divisor
+	stretched atomic.Bool  // the probe budget stretched the interval (logged once)
+}
+
+// release drops the cluster's per-cluster series: it is gone, or run by
+// another replica now.
+func (h *health) release(rec *record) {
+	rec.healthGauge.Store(0) // written again by the next probe, if any
+	if h.series.Release(rec.name) {
+		metrics.Healthy.DeleteLabelValues(rec.name)
+	}
+	if h.opts.OnRelease != nil {
+		h.opts.OnRelease(rec.name)
+	}
 }
 
 // probeResult classifies a probe.
@@ -125,78 +141,67 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	metrics.ProbeDuration.Observe(now.Sub(start).Seconds())
 
 	// The common answer, an engaged cluster still healthy, changes nothing
-	// but the next probe's time: the read lock keeps every exclusive change
-	// of the record out while it is scheduled (an engagement of a new
-	// instance, which may come in between, schedules its own probe), and
-	// reconcilers' Get goes on meanwhile.
-	e.mu.RLock()
-	rec.mu.RLock()
-	healthy := res == probeOK && rec.state == StateEngaged && rec.failures == 0 && rec.cur == in && e.records.is(rec.name, rec)
-	if healthy {
-		// Under the record's lock: releasing the series takes it exclusively.
-		e.setHealthy(rec, 1)
-	}
-	rec.mu.RUnlock()
-	if healthy {
-		e.probes.mu.Lock()
+	// but the next probe's time: it takes no lock but the probe queue's.
+	if v := rec.view.Load(); res == probeOK && v.state == StateEngaged && v.probe == in && rec.failures.Load() == 0 {
+		e.health.setHealthy(rec, 1)
+		e.health.queue.mu.Lock()
 		rec.probing = false
-		e.probes.scheduleLocked(rec, now.Add(e.probeInterval()))
-		e.probes.mu.Unlock()
-		e.mu.RUnlock()
+		e.health.queue.scheduleLocked(rec, now.Add(e.health.probeInterval()))
+		e.health.queue.mu.Unlock()
 		return
 	}
-	e.mu.RUnlock()
-
-	// Anything else changes this record alone: under its own lock, so that
-	// probes failing across a starved fleet do not queue every attempt and
-	// reconciler behind the engine's exclusive lock.
-	e.probes.mu.Lock()
+	e.health.queue.mu.Lock()
 	rec.probing = false
-	e.probes.mu.Unlock()
-	unlock := e.lockRecord(rec)
-	if rec.cur != in || !e.records.is(rec.name, rec) {
-		unlock()
+	e.health.queue.mu.Unlock()
+
+	e.mu.Lock()
+	if rec.cur != in || rec.gone {
+		e.mu.Unlock()
 		return
 	}
 	gauge := 0.0
 	if res == probeOK {
 		gauge = 1
 	}
-	e.setHealthy(rec, gauge)
+	e.health.setHealthy(rec, gauge)
 	var refresh func()
 	switch {
 	case res == probeOK && rec.state == StateDisconnected:
-		rec.failures = 0
-		e.probes.schedule(rec, now.Add(e.probeInterval()))
-		if rec.attempting != 0 {
-			break // on its way back: a healthy answer never cancels it
+		rec.failures.Store(0)
+		e.health.queue.schedule(rec, now.Add(e.health.probeInterval()))
+		if !rec.answering {
+			e.log.Info("Cluster answers again", "cluster", rec.name)
 		}
-		e.log.Info("Cluster answers again", "cluster", rec.name)
-		e.reconnectLocked(rec)
+		// Reconnected by the name's next step; an attempt on its way is
+		// never cancelled by an answer.
+		rec.answering = true
+		e.kickLocked(rec)
 	case res == probeOK:
-		rec.failures = 0
-		e.probes.schedule(rec, now.Add(e.probeInterval()))
+		rec.failures.Store(0)
+		e.health.queue.schedule(rec, now.Add(e.health.probeInterval()))
 	default:
-		rec.failures++
-		log := e.log.WithValues("cluster", rec.name, "failures", rec.failures)
+		failures := rec.failures.Add(1)
+		rec.answering = false
+		log := e.log.WithValues("cluster", rec.name, "failures", failures)
 		if res == probeUnauthorized && rec.member != nil && rec.member.Refresh != nil {
 			refresh = rec.member.Refresh
 			log.Info("Cluster rejects its credentials; asking the provider for fresh ones", "error", err.Error())
 		} else if rec.state == StateEngaged {
 			log.Info("Cluster health probe failed", "error", err.Error())
 		}
-		if rec.state == StateEngaged && rec.failures >= e.opts.Health.FailureThreshold {
-			e.disconnectLocked(rec, fmt.Sprintf("unhealthy: %d consecutive failed probes, last: %v", rec.failures, err))
-		} else if rec.state == StateEngaged {
+		switch {
+		case rec.state == StateEngaged && int(failures) >= e.opts.Health.FailureThreshold:
+			e.disconnectLocked(rec, fmt.Sprintf("unhealthy: %d consecutive failed probes, last: %v", failures, err))
+		case rec.state == StateEngaged:
 			// Outside the probe budget: few clusters fail at once, and a
 			// failing one is given up on within FailureThreshold intervals.
-			e.probes.schedule(rec, now.Add(e.opts.Health.Interval))
-		} else {
+			e.health.queue.schedule(rec, now.Add(e.opts.Health.Interval))
+		default:
 			rec.backoff = min(max(2*rec.backoff, e.opts.MinBackoff), e.opts.MaxBackoff)
-			e.probes.schedule(rec, now.Add(rec.backoff))
+			e.health.queue.schedule(rec, now.Add(rec.backoff))
 		}
 	}
-	unlock()
+	e.mu.Unlock()
 	if refresh != nil {
 		refresh()
 	}
@@ -205,70 +210,16 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 // setHealthy sets the cluster's multicluster_cluster_healthy to v, unless
 // it holds v already: most probes change nothing, and the label lookup and
 // the series cap's lock are most of what a probe costs besides its request.
-// Under rec's lock (read or exclusive); one probe of a record answers at a
-// time.
-func (e *Engine) setHealthy(rec *record, v float64) {
+// One probe of a record answers at a time.
+func (h *health) setHealthy(rec *record, v float64) {
 	mark := int32(v) + 1
 	if rec.healthGauge.Load() == mark {
 		return
 	}
-	if e.healthSeries.Admit(rec.name) {
+	if h.series.Admit(rec.name) {
 		metrics.Healthy.WithLabelValues(rec.name).Set(v)
 		rec.healthGauge.Store(mark)
 	}
-}
-
-// disconnectLocked disengages rec's current instance from every subscriber
-// and stops it if the engine built it; probes go on, with backoff, against
-// the stopped instance's client.
-func (e *Engine) disconnectLocked(rec *record, why string) {
-	in := rec.cur
-	e.transitionLocked(rec, StateDisconnected, why)
-	rec.backoff = e.opts.MinBackoff
-	e.probes.schedule(rec, time.Now().Add(rec.backoff))
-	if in.disengage != nil {
-		metrics.Disengagements.WithLabelValues("unhealthy").Inc()
-		in.disengage()
-	}
-	if in.built {
-		in.stopRun()
-	}
-	// A replacement in flight carries on; a failed start retried with backoff
-	// is superseded by the probes.
-	if rec.retry != nil {
-		rec.retry.Stop()
-		rec.retry = nil
-	}
-}
-
-// reconnectLocked brings a disconnected cluster back: built again if the
-// engine built it, engaged again otherwise.
-func (e *Engine) reconnectLocked(rec *record) {
-	in := rec.cur
-	// A cluster the engine built is built again; so is one whose member was
-	// replaced meanwhile (an adopted cluster whose provider let go of it,
-	// then a published member of the name): the old instance is not what
-	// the provider wants now.
-	if rec.member != nil && (in.built || in.member != rec.member) {
-		e.attemptLocked(rec)
-		return
-	}
-	rec.gen++
-	gen := rec.gen
-	// The same cluster, run as before (by its provider, or by the engine when
-	// the application started it): its stopped signal carries over, so that
-	// its death is still noticed and a fence waits for it.
-	again := in.share()
-	rec.cur = again
-	// Reconciles that held the instance before the outage may still run.
-	rec.keepWhileHeld(in)
-	rec.attempting = gen
-	e.wg.Go(func() {
-		defer e.attemptEnded(rec, gen)
-		if err := e.engage(rec, gen, again); err != nil {
-			e.log.Error(err, "Failed to engage a cluster again after it recovered", "cluster", rec.name)
-		}
-	})
 }
 
 // probeRequest returns the request the next probe of in sends, and the

@@ -16,77 +16,102 @@ import (
 
 // record is one cluster name's place in the fleet.
 //
-// Its fields are changed either under the engine's exclusive lock, or under
-// the engine's read lock together with the record's own mu; they are read
-// under the engine's exclusive lock, or under its read lock with mu (read- or
-// write-locked). Start-up, where thousands of clusters are started and engaged
-// at once, takes the second way: attempts of different clusters never wait
-// for each other; so do probes' answers. Lock order: the name's engagement lock (see nameLocks), the engine's lock,
-// mu, the probe queue's lock; the probe scheduler, which holds the queue's
-// lock, only tries a record's (TryRLock) and never waits for it.
+// Its fields are written under the engine's lock (Engine.mu) only, and every
+// change a reader may see is published as a new view (publishLocked):
+// readers (Get, Hold, State, Changed, the probe scheduler, readiness) load
+// the view and take no lock at all. The work on a name that calls out
+// (building, starting, engaging, draining, waiting for a fence) runs one
+// step at a time, outside the lock, in the goroutine that holds the name's
+// turn (busy; see Engine.kickLocked).
 type record struct {
-	mu    sync.RWMutex
-	name  multicluster.ClusterName
-	state State
-	// changed is closed, and cleared, at the next change of state (Changed);
-	// nil while nobody waits for one.
-	changed chan struct{}
+	name multicluster.ClusterName
+	view atomic.Pointer[view]
 
-	// member is what the provider wants: published with SetMember, or adopted
-	// through Engage (member.adopted), then owner is the provider's context the
-	// member lives within. Every record has a member.
+	// member is what the provider wants: published with SetMember, or
+	// adopted through Engage (adapted at the door, see door.go); nil once
+	// removed.
 	member  *Member
-	owner   *owner
-	waiters []*waiter // Engage calls waiting for their member's first engagement
+	waiters []*waiter // Engage calls waiting for their member's engagement
+	gone    bool      // forgotten: no longer in the engine's map
 
+	busy   bool               // a goroutine holds the name's turn
+	cancel context.CancelFunc // ends the step in flight (an attempt or a fence's Acquire) once it serves nothing wanted
+
+	state State
 	// cur is the instance subscribers were engaged with (engaged or
-	// disconnected), next the one being started (first start or replacement),
-	// engaging the one being engaged with subscribers right now: their first
+	// disconnected); engaging the one being engaged right now, whose first
 	// reconciles may ask for it before the engagement completes.
-	cur, next, engaging *instance
-	// runs are the instances that started a run for this record that may
-	// still run (an attempt in flight among them), and the instances no longer
-	// current or engaging that reconciles still hold (keepWhileHeld): a fence
-	// waits for all of them.
+	cur, engaging *instance
+	// runs are every instance that may still run, or that reconciles may
+	// still hold (cur among them): before a fence is released, all of them
+	// are stopped and drained.
 	runs []*instance
 
-	gen uint64 // bumped by every decision that makes attempts in flight stale
-	// attempting is the gen of the attempt (or reconnection) on its way,
-	// zero when none is: a healthy probe of a disconnected cluster starts one
-	// only when none is on its way, so that an engagement slower than the
-	// probe interval is never superseded by the next healthy answer.
-	attempting uint64
-	retry      *time.Timer // the next attempt after a failure
-	backoff    time.Duration
+	fence          *fence
+	retry          *time.Timer // the next attempt (or Acquire) after a failure; nil when none waits
+	backoff        time.Duration
+	acquireBackoff time.Duration
+	failures       atomic.Int32 // consecutive failed probes; written under the lock, read by the probes' fast path
+	answering      bool         // disconnected, and its last probe was healthy: reconnect
 
-	// fence is held while this replica may run the cluster (sharding).
-	fence          context.Context
-	releaseFence   func()
-	acquiring      bool          // an Acquire is in flight or scheduled
-	acquireBackoff time.Duration // wait before the next Acquire after a failed one
-
-	failures int // consecutive failed probes
-	// nextProbe and probing are guarded by the engine's probe queue's lock
-	// (taken after the engine's): the scheduler and a healthy probe's answer
-	// change them under the engine's read lock.
+	// nextProbe and probing are guarded by the engine's probe queue's lock.
 	nextProbe time.Time // zero while no probe is scheduled
 	probing   bool
 	// healthGauge is the value last written to multicluster_cluster_healthy
 	// for the record, plus one (0: none written since the series was
-	// released): an answer that does not change it writes nothing. Written
-	// under the record's lock, read or exclusive.
+	// released): an answer that does not change it writes nothing.
 	healthGauge atomic.Int32
 	// settled is latched once the record was engaged or declared
-	// disconnected: readiness reads it without the record's lock.
+	// disconnected: readiness reads it.
 	settled atomic.Bool
 }
 
-// recordMap is the engine's records by name. It is read under the engine's
-// read lock, added to under the read lock (a record's creator holds the
-// record's own lock until it is complete) or the exclusive lock, and removed
-// from under the exclusive lock only: a provider publishing thousands of
-// clusters does not take the exclusive lock for each, and the attempts already
-// started never wait for the ones still being published.
+// view is what readers see of a record: replaced as a whole, never changed.
+type view struct {
+	state State
+	// in is the instance readers are handed (Get, Hold): the engaged one, or
+	// the one being engaged; nil if none.
+	in *instance
+	// probe is the instance the probes ask (engaged or disconnected).
+	probe *instance
+	// changed is closed when a view with another state replaces this one.
+	changed chan struct{}
+}
+
+// fence is this replica's claim on a cluster (sharding).
+type fence struct {
+	ctx     context.Context
+	release func()
+}
+
+// waiter is an Engage call waiting for its member's engagement.
+type waiter struct {
+	m    *Member
+	done chan error // buffered: the engine never blocks on a waiter
+}
+
+// notifyLocked answers the Engage calls waiting for m (every one if m is nil).
+func (rec *record) notifyLocked(m *Member, err error) {
+	kept := rec.waiters[:0]
+	for _, w := range rec.waiters {
+		if m == nil || w.m == m {
+			w.done <- err
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(rec.waiters[len(kept):])
+	rec.waiters = kept
+}
+
+// track puts in on rec's books: every instance that runs is, so that a
+// fence taken away later waits for it. Finished ones leave them.
+func (rec *record) track(in *instance) {
+	rec.runs = append(slices.DeleteFunc(rec.runs, (*instance).finished), in)
+}
+
+// recordMap is the engine's records by name: written under the engine's
+// lock, read without one.
 type recordMap struct {
 	m sync.Map // multicluster.ClusterName -> *record
 	n atomic.Int64
@@ -100,20 +125,28 @@ func (rm *recordMap) get(name multicluster.ClusterName) (*record, bool) {
 	return v.(*record), true
 }
 
-// is reports whether rec is name's record (not removed, nor replaced).
-func (rm *recordMap) is(name multicluster.ClusterName, rec *record) bool {
-	got, ok := rm.get(name)
-	return ok && got == rec
-}
-
-// getOrAdd returns name's record, adding rec if there is none; loaded reports
-// whether it was there already.
-func (rm *recordMap) getOrAdd(name multicluster.ClusterName, rec *record) (_ *record, loaded bool) {
-	v, loaded := rm.m.LoadOrStore(name, rec)
-	if !loaded {
+// getOrAdd returns name's record, adding one; under the engine's lock.
+func (rm *recordMap) getOrAdd(name multicluster.ClusterName) *record {
+	rec, ok := rm.get(name)
+	if !ok {
+		rec = &record{name: name}
+		publishLocked(rec)
+		rm.m.Store(name, rec)
 		rm.n.Add(1)
 	}
-	return v.(*record), loaded
+	return rec
+}
+
+// view returns what readers see of name; nil if the engine does not know it.
+func (rm *recordMap) view(name multicluster.ClusterName) *view {
+	rec, ok := rm.get(name)
+	if !ok {
+		return nil
+	}
+	if v := rec.view.Load(); v.state != StateGone && v.state != "" {
+		return v
+	}
+	return nil
 }
 
 func (rm *recordMap) remove(name multicluster.ClusterName) {
@@ -131,69 +164,64 @@ func (rm *recordMap) all() iter.Seq[*record] {
 	}
 }
 
-// lockRecord takes the engine's read lock and rec's own lock, for a change of
-// rec's fields that touches no other record (see record); it returns the
-// function that releases both. The functions named ...Locked that change only
-// rec (transitionLocked, admitLocked, attemptLocked, notifyLocked) may run
-// under it; the ones that change the fleet need the exclusive lock.
-func (e *Engine) lockRecord(rec *record) (unlock func()) {
-	e.mu.RLock()
-	rec.mu.Lock()
-	return func() {
-		rec.mu.Unlock()
-		e.mu.RUnlock()
-	}
-}
-
-// owner is the provider's context an adopted member lives within.
-type owner struct {
-	ctx  context.Context
-	stop func() bool
-}
-
-// waiter is an Engage call waiting for its member's engagement.
-type waiter struct {
-	m    *Member
-	done chan error // buffered: the engine never blocks on a waiter
-}
-
-// instance is one cluster.Cluster of a record and the work tied to it.
+// instance is one run of a member's cluster and the work tied to it.
 type instance struct {
-	cl     cluster.Cluster
-	hash   string
-	member *Member // the member it was started for
-	// built is set when the engine built the cluster from Member.Build: it may
-	// be stopped and built again. Otherwise the cluster is the provider's
-	// (adopted through Engage, or Member.Cluster) and is only engaged and
-	// disengaged.
-	built bool
-	// run is the instance's life in the engine: it ends on teardown, and with
-	// the fence or the engine. It ends the cluster's Start if the engine runs
-	// the cluster.
+	cl     cluster.Cluster // what subscribers and readers are handed
+	member *Member         // the member it was built for
+	// start runs the cluster until its context ends: cl.Start, or the
+	// door's start of a cluster the engine did not build (see borrowed).
+	start func(ctx context.Context) error
+	// alsoStopped, if set, is closed once the cluster the door lent (a
+	// pre-built one the engine started) has stopped too.
+	alsoStopped func() <-chan struct{}
+	// run is the instance's life: it ends on teardown, and with the fence or
+	// the engine.
 	run     context.Context
 	stopRun context.CancelFunc
-	// stopped is closed when the cluster's Start returned (nil if the engine
-	// does not run it).
-	stopped chan struct{}
-	// appRuns is set, before stopped is closed, when Start answered that the
-	// application runs the cluster already: its closed stopped then means
-	// nothing about the cluster's life.
-	appRuns *atomic.Bool
-	// shared is set on an instance made by share: its run is the one an
-	// earlier instance started, which stays on the record's books for it.
-	shared bool
+	stopped chan struct{} // closed when start returned
+	exited  atomic.Bool   // start returned while the instance should have run
 	// eng is the engagement with subscribers; nil while not engaged.
 	eng       context.Context
 	disengage context.CancelFunc
-	// offered[i] is set once subscriber i was engaged with this instance;
-	// guarded by the name's engagement lock (nameLocks).
-	offered []bool
+	offered   int // subscribers engaged with it so far (a prefix: subscribers are append-only)
 	// inflight counts the reconciles running against this instance (Hold).
 	inflight inflight
-	// probeReq is the request every health probe of the instance sends,
-	// with its context; set by the first probe. One probe of a record runs
-	// at a time (record.probing, under the probe queue's lock).
+	// probeReq is the request every health probe of the instance sends, with
+	// its context; set by the first probe. One probe of a record runs at a
+	// time (record.probing).
 	probeReq *http.Request
+}
+
+// teardown ends the instance's engagement and its run.
+func (in *instance) teardown() {
+	if in.disengage != nil {
+		in.disengage()
+	}
+	in.stopRun()
+}
+
+// dead reports whether the instance's cluster stopped running.
+func (in *instance) dead() bool {
+	select {
+	case <-in.stopped:
+		return true
+	default:
+		return false
+	}
+}
+
+// finished reports whether in needs no waiting for any more: its run ended,
+// its cluster stopped and no reconcile holds it.
+func (in *instance) finished() bool {
+	if in.run.Err() == nil || !in.dead() {
+		return false
+	}
+	select {
+	case <-in.inflight.wait():
+		return true
+	default:
+		return false
+	}
 }
 
 // inflight counts work in flight and tells when none is left. Adding and
@@ -247,120 +275,5 @@ type hold struct {
 func (h *hold) release() {
 	if h.released.CompareAndSwap(false, true) {
 		h.in.inflight.done()
-	}
-}
-
-// offer marks subscriber idx as engaged with in; under the name's engagement
-// lock.
-func (in *instance) offer(idx int) {
-	for len(in.offered) <= idx {
-		in.offered = append(in.offered, false)
-	}
-	in.offered[idx] = true
-}
-
-// takeInstances detaches every instance of rec, current, next and any the
-// engine still runs for an attempt in flight, for teardown.
-func (rec *record) takeInstances() []*instance {
-	var out []*instance
-	for _, in := range append([]*instance{rec.cur, rec.next}, rec.runs...) {
-		if in != nil && !slices.Contains(out, in) {
-			out = append(out, in)
-		}
-	}
-	rec.cur, rec.next, rec.engaging, rec.runs = nil, nil, nil, nil
-	return out
-}
-
-// keepWhileHeld is called for every instance that stops being rec's current
-// or engaging one without being taken away with the record's instances
-// (takeInstances): reconciles handed it (Hold) may still run, so it stays on
-// rec's books (runs) until they return, and a fence taken away later waits
-// for them. Instances on the books that are finished leave them. Under rec's
-// lock or the engine's exclusive one (Hold counts under rec's read lock, so
-// the count read here cannot grow from zero afterwards: the instance is not
-// handed out any more).
-func (rec *record) keepWhileHeld(in *instance) {
-	rec.runs = slices.DeleteFunc(rec.runs, (*instance).finished)
-	if in.inflight.n.Load() > 0 && !slices.Contains(rec.runs, in) {
-		rec.runs = append(rec.runs, in)
-	}
-}
-
-// share returns a new instance of in's cluster and run, to engage again:
-// its stopped signal carries over, so that its death is still noticed and a
-// fence waits for it.
-func (in *instance) share() *instance {
-	return &instance{cl: in.cl, hash: in.hash, member: in.member, run: in.run, stopRun: in.stopRun, stopped: in.stopped, appRuns: in.appRuns, shared: true}
-}
-
-// finished reports whether in needs no waiting for any more: no reconcile
-// holds it, and, unless it shares a run that another instance on the books
-// stands for, its run ended and its cluster (if the engine runs it) stopped.
-func (in *instance) finished() bool {
-	if !in.shared && (in.run.Err() == nil || (in.stopped != nil && !in.dead())) {
-		return false
-	}
-	select {
-	case <-in.inflight.wait():
-		return true
-	default:
-		return false
-	}
-}
-
-// dead reports whether the engine ran the instance's cluster and its Start
-// returned.
-func (in *instance) dead() bool {
-	if in.stopped == nil {
-		return false
-	}
-	select {
-	case <-in.stopped:
-		return !in.appRuns.Load()
-	default:
-		return false
-	}
-}
-
-// nameLocks serializes the engagements of each cluster name with
-// subscribers: a new instance's engagement and a late subscriber's catch-up
-// never interleave, so every subscriber ends up holding the current instance.
-// It is kept by name, not by record: an engagement of a removed record may
-// still be calling subscribers when the name is published again, and a
-// subscriber that heard the old engagement after the new one (its context
-// ended meanwhile) would let go of the cluster while the engine counts it
-// engaged. A name's lock lives while someone holds or waits for it.
-type nameLocks struct {
-	mu sync.Mutex
-	m  map[multicluster.ClusterName]*nameLock
-}
-
-type nameLock struct {
-	sync.Mutex
-	refs int // holders and waiters; under nameLocks.mu
-}
-
-// lock takes name's engagement lock and returns its release.
-func (l *nameLocks) lock(name multicluster.ClusterName) (unlock func()) {
-	l.mu.Lock()
-	nl := l.m[name]
-	if nl == nil {
-		if l.m == nil {
-			l.m = map[multicluster.ClusterName]*nameLock{}
-		}
-		nl = &nameLock{}
-		l.m[name] = nl
-	}
-	nl.refs++
-	l.mu.Unlock()
-	nl.Lock()
-	return func() {
-		nl.Unlock()
-		l.mu.Lock()
-		if nl.refs--; nl.refs == 0 {
-			delete(l.m, name)
-		}
-		l.mu.Unlock()
 	}
 }

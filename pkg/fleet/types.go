@@ -62,14 +62,16 @@ type Member struct {
 	// member again if its content changed.
 	Refresh func()
 
-	// adopted marks a member made by Engage: its Cluster is run by the
-	// provider, which synced it; the engine neither starts nor stops it.
+	// adopted marks a member made by Engage (see door.go): its provider
+	// runs the cluster, and owner is the provider's context it lives within.
 	adopted bool
-	// run is the engine's run of Cluster, once the engine started it: a
-	// cluster's cache starts once only, so every later attempt of the member
-	// shares this run, and one that finds it ended fails rather than engage a
-	// cache that no longer runs. Guarded as the record's fields.
-	run *instance
+	owner   context.Context
+	unown   func() bool
+	// life ends when the engine lets go of the member on this replica
+	// (removed, replaced, handed away, stopped): Build is handed it, and a
+	// pre-built cluster runs within it. Guarded by the engine's lock.
+	life    context.Context
+	endLife context.CancelFunc
 }
 
 // Publisher takes the desired members of the fleet. The Multi-Cluster Manager

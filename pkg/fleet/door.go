@@ -1,0 +1,204 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// Every cluster enters the engine the same way: as a member with a Build.
+// What the application or a provider already runs — a pre-built cluster
+// (Member.Cluster), a cluster handed to Engage — is adapted here, at the
+// door: its Build lends the engine the cluster (borrowed), whose start says
+// how the engine's run of it ends. The engine then admits, fences, starts,
+// probes, drains, hands off and tears down every member by the same code.
+
+// borrowed is a cluster the engine did not build, as its Build lends it: the
+// engine hands subscribers the Cluster itself and runs start in its place.
+type borrowed struct {
+	cluster.Cluster
+	// start runs as the cluster's Start for one of the engine's instances;
+	// nil if the cluster runs outside the engine, which then runs nothing
+	// for it (no goroutine per adopted cluster).
+	start func(ctx context.Context) error
+	// stopped, if set, is closed once the lent cluster itself has stopped.
+	stopped func() <-chan struct{}
+	// synced: its provider started and synced it, so the engine does not
+	// wait for its cache.
+	synced bool
+}
+
+// lifeLocked returns m's life on this replica, beginning one within parent
+// if it has none (or its last one ended).
+func lifeLocked(m *Member, parent context.Context) context.Context {
+	if m.life == nil || m.life.Err() != nil {
+		m.life, m.endLife = context.WithCancel(parent)
+	}
+	return m.life
+}
+
+// endLife ends m's life on this replica, if it has one.
+func endLife(m *Member) {
+	if m != nil && m.endLife != nil {
+		m.endLife()
+	}
+}
+
+// stopOwner unties an adopted member from its provider's context.
+func (m *Member) stopOwner() {
+	if m != nil && m.unown != nil {
+		m.unown()
+	}
+}
+
+// prebuilt adapts a pre-built cluster: started once (a cache cannot start
+// twice), by the first instance that runs it, within the member's life, and
+// kept running across the engine's instances (an outage disengages it, the
+// recovery engages it again), until the life ends. Once stopped, it cannot
+// be built again: its provider must publish a new one. If the application
+// started it already, it is used as it is.
+func prebuilt(cl cluster.Cluster) func(ctx context.Context) (cluster.Cluster, error) {
+	var (
+		once    sync.Once
+		mu      sync.Mutex
+		started bool
+		appRuns bool // Start answered that the application runs it
+		err     error
+		stopped = make(chan struct{})
+	)
+	done := func() <-chan struct{} {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			return closedChan
+		}
+		return stopped
+	}
+	return func(life context.Context) (cluster.Cluster, error) {
+		select {
+		case <-stopped:
+			mu.Lock()
+			defer mu.Unlock()
+			if !appRuns {
+				return nil, errors.New("its cache stopped, and a pre-built cluster cannot be started again: its provider must publish a new one")
+			}
+		default:
+		}
+		start := func(ctx context.Context) error {
+			once.Do(func() {
+				mu.Lock()
+				started = true
+				mu.Unlock()
+				go func() {
+					e := cl.Start(life)
+					mu.Lock()
+					err, appRuns = e, AlreadyStarted(e)
+					mu.Unlock()
+					close(stopped)
+				}()
+			})
+			select {
+			case <-ctx.Done():
+				if life.Err() != nil {
+					<-stopped
+				}
+				return nil
+			case <-stopped:
+				mu.Lock()
+				e, app := err, appRuns
+				mu.Unlock()
+				if app {
+					<-ctx.Done()
+					return nil
+				}
+				return errOrStopped(e)
+			}
+		}
+		return &borrowed{Cluster: cl, start: start, stopped: done}, nil
+	}
+}
+
+func errOrStopped(err error) error {
+	if err == nil {
+		return errors.New("cluster.Start returned")
+	}
+	return err
+}
+
+// Engage adopts a cluster that its provider started and synced: the way in
+// of providers written as the seeds describe. At the door it becomes a member
+// whose Build lends the cluster as it is (the engine neither starts nor stops
+// it): admitted, fenced, probed, handed off and torn down by the same code as
+// every member. ctx is the provider's: when it ends, the member is removed.
+//
+// Engage returns once the cluster is engaged with every subscriber. If a
+// subscriber refuses, every subscriber lets go of the cluster, the member is
+// removed and the error is returned (all or nothing). Before the engine runs,
+// or while sharding assigns the cluster to another replica, Engage returns at
+// once: the member waits, and is engaged when this replica may run it.
+//
+// Engaging the same instance again, under the same or a new ctx, keeps the
+// engagement and ties it to the new ctx; a different instance replaces the
+// engaged one once it is engaged.
+func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	if err := ctx.Err(); err != nil {
+		return multicluster.WithCluster(name, fmt.Errorf("engagement context already done: %w", err))
+	}
+	e.mu.Lock()
+	rec := e.records.getOrAdd(name)
+	m := rec.member
+	if m != nil && !m.adopted {
+		e.mu.Unlock()
+		return multicluster.WithCluster(name, errors.New("already a member published by a provider; a name has one source"))
+	}
+	if m == nil || m.Cluster != cl {
+		e.adopted++
+		m = &Member{Name: name, Hash: fmt.Sprintf("adopted-%d", e.adopted), Cluster: cl, adopted: true, Build: lend(cl)}
+		e.setMemberLocked(rec, m, "engaged by its provider")
+	}
+	m.stopOwner()
+	m.owner = ctx
+	m.unown = context.AfterFunc(ctx, func() {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		if rec.member == m && m.owner == ctx {
+			e.removeLocked(rec, "provider-stopped")
+		}
+	})
+	if (rec.cur != nil && rec.cur.member == m && rec.state == StateEngaged) || !e.mayRunLocked(rec, m) {
+		e.mu.Unlock()
+		return nil
+	}
+	w := &waiter{m: m, done: make(chan error, 1)}
+	rec.waiters = append(rec.waiters, w)
+	e.mu.Unlock()
+
+	select {
+	case err := <-w.done:
+		if err != nil {
+			// All or nothing: the provider hears of the refusal; the cluster leaves.
+			e.mu.Lock()
+			if rec.member == m {
+				e.removeLocked(rec, "engagement refused")
+			}
+			e.mu.Unlock()
+		}
+		return err
+	case <-ctx.Done():
+		return multicluster.WithCluster(name, fmt.Errorf("engagement context ended while engaging: %w", ctx.Err()))
+	}
+}
+
+// lend is the Build of an adopted cluster: its provider started and synced
+// it and runs it; each of the engine's instances of it lasts until the
+// engine lets go of it.
+func lend(cl cluster.Cluster) func(context.Context) (cluster.Cluster, error) {
+	return func(context.Context) (cluster.Cluster, error) {
+		return &borrowed{Cluster: cl, synced: true}, nil
+	}
+}
