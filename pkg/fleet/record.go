@@ -112,9 +112,23 @@ func (rec *record) notifyLocked(m *Member, err error) {
 }
 
 // track puts in on rec's books: every instance that runs is, so that a
-// fence taken away later waits for it. Finished ones leave them.
+// fence taken away later waits for it. Finished ones leave them, but for
+// the current one (a disconnected cluster's, whose member a leave must end)
+// and those that stand for a pre-built cluster still running, unless in
+// stands for it now.
 func (rec *record) track(in *instance) {
-	rec.runs = append(slices.DeleteFunc(rec.runs, (*instance).finished), in)
+	rec.runs = append(slices.DeleteFunc(rec.runs, func(r *instance) bool {
+		return r != rec.cur && r.finished() && (r.alsoStopped == nil || r.member == in.member || isClosed(r.alsoStopped()))
+	}), in)
+}
+
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
 }
 
 // recordMap is the engine's records by name: written under the engine's
@@ -208,14 +222,7 @@ func (in *instance) teardown() {
 }
 
 // dead reports whether the instance's cluster stopped running.
-func (in *instance) dead() bool {
-	select {
-	case <-in.stopped:
-		return true
-	default:
-		return false
-	}
-}
+func (in *instance) dead() bool { return isClosed(in.stopped) }
 
 // finished reports whether in needs no waiting for any more: its run ended,
 // its cluster stopped and no reconcile holds it.
