@@ -36,6 +36,28 @@ var (
 		"1 if the cluster answered its last health probe, 0 if not (series capped, see the manager's health options).",
 		"cluster")
 
+	// Engaged is 1 while the cluster is engaged on this replica, 0 while it
+	// runs here otherwise (admitted, starting, disconnected): averaged over
+	// a range, the fraction of the time it was available.
+	Engaged = NewGaugeVec("multicluster_cluster_engaged",
+		"1 while the cluster is engaged on this replica, 0 while it runs here but is not (series capped and released as multicluster_cluster_healthy).",
+		"cluster")
+
+	// LastTransition is the time of the cluster's last lifecycle transition.
+	LastTransition = NewGaugeVec("multicluster_cluster_last_transition_timestamp_seconds",
+		"Unix time of the cluster's last lifecycle transition on this replica (series capped and released as multicluster_cluster_healthy).",
+		"cluster")
+
+	// DisconnectedSeconds adds up the time clusters spent disconnected.
+	DisconnectedSeconds = NewCounterVec("multicluster_cluster_disconnected_seconds_total",
+		"Seconds the cluster spent disconnected on this replica, added when it leaves the disconnected state (series capped and released as multicluster_cluster_healthy).",
+		"cluster")
+
+	// Probes counts health probes by cluster and result.
+	Probes = NewCounterVec("multicluster_cluster_probes_total",
+		"Health probes of the cluster by result (ok, failed, unauthorized) (series capped and released as multicluster_cluster_healthy).",
+		"cluster", "result")
+
 	// ProbeDuration observes health probes.
 	ProbeDuration = register(prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "multicluster_cluster_probe_duration_seconds",

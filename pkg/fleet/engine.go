@@ -87,6 +87,9 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 		if to == StateEngaged || to == StateDisconnected {
 			rec.settled.Store(true)
 		}
+		now := time.Now()
+		e.health.availabilityLocked(rec, from, to, now)
+		rec.since = now
 	}
 	publishLocked(rec)
 	if from != to {

@@ -29,7 +29,7 @@ func (e *Engine) ReadLocked(f func()) {
 func NewProbe(ctx context.Context, cl cluster.Cluster) (probe func() error, stop func()) {
 	var res probeResult
 	var err error
-	w := newProbeWorkers(ctx, 1, DefaultProbeTimeout, func(_ *record, _ *instance, _ time.Time, r probeResult, e error) {
+	w := newProbeWorkers(ctx, 1, HealthOptions{}.withDefaults(), func(_ *record, _ *instance, _ time.Time, r probeResult, e error) {
 		res, err = r, e
 	})
 	p := newProber(w)

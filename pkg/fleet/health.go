@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/rest"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
@@ -33,7 +34,7 @@ func (h *health) runProbes(ctx context.Context, answer answerFunc, between func(
 	tick = max(tick, 10*time.Millisecond)
 	t := time.NewTicker(tick)
 	defer t.Stop()
-	w := newProbeWorkers(ctx, h.opts.MaxConcurrentProbes, h.opts.Health.Timeout, answer)
+	w := newProbeWorkers(ctx, h.opts.MaxConcurrentProbes, h.opts.Health, answer)
 	defer func() {
 		w.wg.Wait()
 		// Probes handed over but never started: due again once the engine
@@ -111,12 +112,73 @@ type health struct {
 	stretched atomic.Bool  // the probe budget stretched the interval (logged once)
 }
 
+// probeResults are the labels of multicluster_cluster_probes_total, by
+// probeResult.
+var probeResults = [...]string{probeOK: "ok", probeFailed: "failed", probeUnauthorized: "unauthorized"}
+
+// countProbe counts a probe's result in the cluster's series, if it has
+// series; the counters are looked up once per cluster, not per probe.
+func (h *health) countProbe(rec *record, res probeResult) {
+	c := rec.probeCounters.Load()
+	if c == nil {
+		if !h.series.Admit(rec.name) {
+			return
+		}
+		c = new([3]prometheus.Counter)
+		for r, label := range probeResults {
+			c[r] = metrics.Probes.WithLabelValues(rec.name, label)
+		}
+		rec.probeCounters.Store(c)
+	}
+	c[res].Inc()
+}
+
+// availabilityLocked writes the cluster's availability series at a
+// transition from one state to another; under the engine's lock.
+func (h *health) availabilityLocked(rec *record, from, to State, now time.Time) {
+	if !runsHere(to) || !h.series.Admit(rec.name) {
+		return
+	}
+	engaged := 0.0
+	if to == StateEngaged {
+		engaged = 1
+	}
+	metrics.Engaged.WithLabelValues(rec.name).Set(engaged)
+	metrics.LastTransition.WithLabelValues(rec.name).Set(float64(now.UnixNano()) / 1e9)
+	if from == StateDisconnected && !rec.since.IsZero() {
+		metrics.DisconnectedSeconds.WithLabelValues(rec.name).Add(now.Sub(rec.since).Seconds())
+	}
+}
+
+// successesNeeded returns the healthy answers in a row rec needs to be
+// engaged again: SuccessThreshold, doubled for each disconnection beyond
+// FlapThreshold within FlapWindow, up to 8 times.
+func (h *health) successesNeeded(rec *record, now time.Time) int {
+	need, recent := h.opts.Health.SuccessThreshold, 0
+	for _, t := range rec.disconnects {
+		if now.Sub(t) <= FlapWindow {
+			recent++
+		}
+	}
+	for extra := recent - FlapThreshold; extra >= 0 && need < 8*h.opts.Health.SuccessThreshold; extra-- {
+		need *= 2
+	}
+	return need
+}
+
 // release drops the cluster's per-cluster series: it is gone, or run by
 // another replica now.
 func (h *health) release(rec *record) {
 	rec.healthGauge.Store(0) // written again by the next probe, if any
+	rec.probeCounters.Store(nil)
 	if h.series.Release(rec.name) {
 		metrics.Healthy.DeleteLabelValues(rec.name)
+		metrics.Engaged.DeleteLabelValues(rec.name)
+		metrics.LastTransition.DeleteLabelValues(rec.name)
+		metrics.DisconnectedSeconds.DeleteLabelValues(rec.name)
+		for _, label := range probeResults {
+			metrics.Probes.DeleteLabelValues(rec.name, label)
+		}
 	}
 	if h.opts.OnRelease != nil {
 		h.opts.OnRelease(rec.name)
@@ -144,6 +206,16 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	// but the next probe's time: it takes no lock but the probe queue's.
 	if v := rec.view.Load(); res == probeOK && v.state == StateEngaged && v.probe == in && rec.failures.Load() == 0 {
 		e.health.setHealthy(rec, 1)
+		e.health.countProbe(rec, res)
+		if rec.view.Load() != v {
+			// It changed meanwhile: if it left this replica, its series,
+			// released already, may just have been written again.
+			e.mu.Lock()
+			if rec.gone || !runsHere(rec.state) {
+				e.health.release(rec)
+			}
+			e.mu.Unlock()
+		}
 		e.health.queue.mu.Lock()
 		rec.probing = false
 		e.health.queue.scheduleLocked(rec, now.Add(e.health.probeInterval()))
@@ -164,13 +236,22 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 		gauge = 1
 	}
 	e.health.setHealthy(rec, gauge)
+	e.health.countProbe(rec, res)
 	var refresh func()
 	switch {
 	case res == probeOK && rec.state == StateDisconnected:
 		rec.failures.Store(0)
+		rec.successes++
+		need := e.health.successesNeeded(rec, now)
+		if rec.successes < need {
+			// Confirmed soon: a recovered cluster waits about a backoff per
+			// answer it still needs, not a probe interval.
+			e.health.queue.schedule(rec, now.Add(e.opts.MinBackoff))
+			break
+		}
 		e.health.queue.schedule(rec, now.Add(e.health.probeInterval()))
 		if !rec.answering {
-			e.log.Info("Cluster answers again", "cluster", rec.name)
+			e.log.Info("Cluster answers again", "cluster", rec.name, "healthyAnswersInARow", rec.successes)
 		}
 		// Reconnected by the name's next step; an attempt on its way is
 		// never cancelled by an answer.
@@ -181,7 +262,7 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 		e.health.queue.schedule(rec, now.Add(e.health.probeInterval()))
 	default:
 		failures := rec.failures.Add(1)
-		rec.answering = false
+		rec.answering, rec.successes = false, 0
 		log := e.log.WithValues("cluster", rec.name, "failures", failures)
 		if res == probeUnauthorized && rec.member != nil && rec.member.Refresh != nil {
 			refresh = rec.member.Refresh

@@ -5,6 +5,12 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // probeJob is one probe of a record's instance.
@@ -26,14 +32,17 @@ type probeWorkers struct {
 	ctx     context.Context
 	timeout time.Duration
 	answer  answerFunc
+	check   func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
+	readyz  bool          // probe /readyz (unless Check alone decides)
 	wake    chan struct{} // one token per idle worker to wake; never blocks
 	mu      sync.Mutex
 	queue   []probeJob     // handed over, not yet taken
 	wg      sync.WaitGroup // the workers that still answer for their probes
 }
 
-func newProbeWorkers(ctx context.Context, n int, timeout time.Duration, answer answerFunc) *probeWorkers {
-	return &probeWorkers{ctx: ctx, timeout: timeout, answer: answer, wake: make(chan struct{}, n)}
+func newProbeWorkers(ctx context.Context, n int, h HealthOptions, answer answerFunc) *probeWorkers {
+	return &probeWorkers{ctx: ctx, timeout: h.Timeout, answer: answer, wake: make(chan struct{}, n),
+		check: h.Check, readyz: h.Check == nil || !h.SkipReadyz}
 }
 
 // hand queues probes for the workers and wakes as many as there are probes
@@ -162,7 +171,13 @@ func (p *prober) probe(j probeJob) bool {
 	}
 	p.mu.Unlock()
 
-	res, err := readyz(req, rt, w.timeout)
+	res := probeOK
+	if w.readyz {
+		res, err = readyz(req, rt, w.timeout)
+	}
+	if res == probeOK && w.check != nil {
+		res, err = check(ctx, j, w.check)
+	}
 
 	p.mu.Lock()
 	answered := !p.running
@@ -175,6 +190,20 @@ func (p *prober) probe(j probeJob) bool {
 	}
 	w.answer(j.rec, j.in, start, res, err)
 	return true
+}
+
+// check runs the user's health check of j's cluster (HealthOptions.Check).
+func check(ctx context.Context, j probeJob, f func(context.Context, multicluster.ClusterName, cluster.Cluster) error) (probeResult, error) {
+	err := f(ctx, j.rec.name, j.in.cl)
+	switch {
+	case err == nil:
+		return probeOK, nil
+	case ctx.Err() != nil:
+		return probeFailed, fmt.Errorf("health check: no answer in time: %w", redact.Err(err))
+	case apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err):
+		return probeUnauthorized, fmt.Errorf("health check: %w", redact.Err(err))
+	}
+	return probeFailed, fmt.Errorf("health check: %w", redact.Err(err))
 }
 
 // fire runs when the timer goes off: it may be late for a probe that

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -52,7 +53,10 @@ type record struct {
 	backoff        time.Duration
 	acquireBackoff time.Duration
 	failures       atomic.Int32 // consecutive failed probes; written under the lock, read by the probes' fast path
-	answering      bool         // disconnected, and its last probe was healthy: reconnect
+	answering      bool         // disconnected, and answered healthily enough times in a row: reconnect
+	successes      int          // healthy answers in a row while disconnected
+	disconnects    []time.Time  // within the last FlapWindow: a flapping cluster needs more successes
+	since          time.Time    // when it entered its state
 
 	// nextProbe and probing are guarded by the engine's probe queue's lock.
 	nextProbe time.Time // zero while no probe is scheduled
@@ -61,6 +65,9 @@ type record struct {
 	// for the record, plus one (0: none written since the series was
 	// released): an answer that does not change it writes nothing.
 	healthGauge atomic.Int32
+	// probeCounters are the cluster's multicluster_cluster_probes_total
+	// series, by probeResult; nil while it has none.
+	probeCounters atomic.Pointer[[3]prometheus.Counter]
 	// settled is latched once the record was engaged or declared
 	// disconnected: readiness reads it.
 	settled atomic.Bool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
@@ -297,7 +298,13 @@ func (e *Engine) acquireStepLocked(rec *record) step {
 // and stops it; probes go on, with backoff, against its client.
 func (e *Engine) disconnectLocked(rec *record, why string) {
 	in := rec.cur
-	rec.answering = false
+	rec.answering, rec.successes = false, 0
+	now := time.Now()
+	rec.disconnects = append(slices.DeleteFunc(rec.disconnects, func(t time.Time) bool { return now.Sub(t) > FlapWindow }), now)
+	if len(rec.disconnects) == FlapThreshold {
+		e.log.Info("Cluster is flapping: it needs more healthy answers in a row to be engaged again", "cluster", rec.name,
+			"disconnections", len(rec.disconnects), "within", FlapWindow.String(), "healthyAnswersNeeded", e.health.successesNeeded(rec, now))
+	}
 	e.transitionLocked(rec, StateDisconnected, why)
 	rec.backoff = e.opts.MinBackoff
 	e.health.queue.schedule(rec, time.Now().Add(rec.backoff))

@@ -119,6 +119,29 @@ type HealthOptions struct {
 	// FailureThreshold is the number of consecutive failed probes after which a
 	// cluster is disconnected. Default 5.
 	FailureThreshold int
+	// SuccessThreshold is the number of healthy answers in a row after which
+	// a disconnected cluster is engaged again (each engagement relists every
+	// watched type of the cluster, so a member that answers once between
+	// failures must not be engaged every time it does). After a healthy
+	// answer the next probe of a disconnected cluster comes after
+	// MinBackoff, so that the wait this adds to a recovery is about
+	// (SuccessThreshold-1) × MinBackoff. A cluster disconnected
+	// FlapThreshold times within FlapWindow is flapping: each further
+	// disconnection in the window doubles the answers it needs, up to 8
+	// times SuccessThreshold; logged once when it starts. Default 2.
+	SuccessThreshold int
+	// Check, if set, is a health check of the cluster's own, run on every
+	// probe after /readyz answered (or alone, with SkipReadyz): "this CRD is
+	// served", "this Deployment is available". Its ctx ends at the probe's
+	// Timeout; an error counts as a failed probe, and its text, redacted, is
+	// the reason given when the cluster is disconnected. An error that is an
+	// API server's 401 or 403 is a rejection of the credentials, as one from
+	// /readyz is (Member.Refresh is called). It runs on the probe workers,
+	// within the probe budget.
+	Check func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
+	// SkipReadyz leaves /readyz out: Check alone decides. Ignored without
+	// Check.
+	SkipReadyz bool
 	// Disabled turns probing off: clusters are never disconnected for health.
 	Disabled bool
 	// MaxProbesPerSecond caps the probes of healthy clusters across the
@@ -141,12 +164,18 @@ const (
 	DefaultProbeTimeout          = 5 * time.Second
 	DefaultProbeFailureThreshold = 5
 	DefaultMaxProbesPerSecond    = 300
+	DefaultSuccessThreshold      = 2
+	// FlapThreshold and FlapWindow define a flapping cluster (see
+	// HealthOptions.SuccessThreshold).
+	FlapThreshold = 3
+	FlapWindow    = 10 * time.Minute
 )
 
 func (h HealthOptions) withDefaults() HealthOptions {
 	setDefault(&h.Interval, DefaultProbeInterval)
 	setDefault(&h.Timeout, DefaultProbeTimeout)
 	setDefault(&h.FailureThreshold, DefaultProbeFailureThreshold)
+	setDefault(&h.SuccessThreshold, DefaultSuccessThreshold)
 	if h.MaxProbesPerSecond == 0 {
 		h.MaxProbesPerSecond = DefaultMaxProbesPerSecond
 	}
