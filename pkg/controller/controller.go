@@ -97,7 +97,7 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 		c.hostOwner = ho
 	}
 	if c.timeout <= 0 {
-		c.timeout = 2 * time.Minute
+		c.timeout = fleet.DefaultCacheSyncTimeout // the engine's: one default for a cluster's start
 	}
 	defaultQueue(&options)
 	user := options.Reconciler
