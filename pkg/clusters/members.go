@@ -98,58 +98,55 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 }
 
 // Set wants name to run with cfg, identified by hash; report, if not nil,
-// hears of every failed attempt and, with nil, of the engagement. An unchanged
-// hash does nothing; otherwise a new cluster is built and replaces the running
-// one once it is engaged.
+// hears of every failed attempt and, with nil, of the engagement. A new hash
+// builds a new cluster, which replaces the running one once it is engaged.
+// It reports whether name was wanted before (replaced) and whether the hash
+// is new to the members (changed), for the provider's log: an unchanged
+// hash is not published again, and the engine, which decides, would ignore
+// it anyway.
 //
 // Set and Remove reach the engine in the order they were called (under the
 // members' lock): what the provider decided last for a name is what the
 // engine holds.
-func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ctx == nil || m.ctx.Err() != nil {
-		return
-	}
-	if old, ok := m.hashes[name]; ok && old == hash {
-		return
-	}
-	m.hashes[name] = hash
-
+func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) (replaced, changed bool) {
 	cfg = rest.CopyConfig(cfg)
-	member := fleet.Member{
-		Name:   name,
-		Hash:   hash,
-		Report: report,
-		Build: func(ctx context.Context) (cluster.Cluster, error) {
-			return m.build(ctx, cfg)
-		},
-	}
+	member := fleet.Member{Name: name, Hash: hash, Report: report, Build: func(ctx context.Context) (cluster.Cluster, error) {
+		return m.build(ctx, cfg)
+	}}
 	if m.Refresh != nil {
 		member.Refresh = func() { m.Refresh(name) }
 	}
-	m.pub.SetMember(member)
+	return m.publish(member, nil)
 }
 
 // SetCluster wants name to run the pre-built cluster cl: the engine starts it
-// unless the application already did, and never rebuilds it.
+// unless the application already did, and never rebuilds it. Every index
+// registered is applied to a cluster new to the members, once, before the
+// engine starts it.
 func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, report func(error)) {
+	m.publish(fleet.Member{Name: name, Hash: fmt.Sprintf("%p", cl), Cluster: cl, Report: report}, cl)
+}
+
+func (m *Members) publish(member fleet.Member, prebuilt cluster.Cluster) (replaced, changed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ctx == nil || m.ctx.Err() != nil {
-		return
+		return false, false
 	}
-	hash := fmt.Sprintf("%p", cl)
-	if old, ok := m.hashes[name]; ok && old == hash {
-		return
+	old, replaced := m.hashes[member.Name]
+	if replaced && old == member.Hash {
+		return true, false
 	}
-	m.hashes[name] = hash
-	for _, idx := range m.indexes {
-		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
-			m.log.Error(err, "Failed to index cluster", "cluster", name)
+	m.hashes[member.Name] = member.Hash
+	if prebuilt != nil {
+		for _, idx := range m.indexes {
+			if err := prebuilt.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
+				m.log.Error(err, "Failed to index cluster", "cluster", member.Name)
+			}
 		}
 	}
-	m.pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
+	m.pub.SetMember(member)
+	return replaced, true
 }
 
 // build probes the server, builds the cluster and applies every index

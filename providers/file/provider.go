@@ -326,17 +326,14 @@ func (p *Provider) read(log logr.Logger) {
 	slices.Sort(names)
 	for _, name := range names {
 		w := res.clusters[name]
-		old, known := p.members.Hash(name)
-		switch {
-		case !known:
-			log.Info("Engaging cluster", "cluster", name, "file", w.path, "context", w.context)
-		case old != w.hash:
+		p.paths[name] = w.path
+		switch replaced, changed := p.members.Set(name, w.hash, w.config, nil); {
+		case !changed:
+		case replaced:
 			log.Info("Re-creating cluster: its configuration changed", "cluster", name, "file", w.path, "context", w.context)
 		default:
-			continue
+			log.Info("Engaging cluster", "cluster", name, "file", w.path, "context", w.context)
 		}
-		p.paths[name] = w.path
-		p.members.Set(name, w.hash, w.config, nil)
 	}
 }
 
