@@ -44,10 +44,11 @@ type Clusters[T cluster.Cluster] struct {
 	EqualClusters func(a, b T) bool
 
 	// ErrorHandler, if set, is given the errors nobody else can be given (a
-	// cluster that stopped running on its own, and is removed; a failed
-	// attempt of the fleet engine after Add returned), with a message and
-	// key-value pairs naming the cluster, as logr's Error takes them. Unset:
-	// they are logged at error level.
+	// cluster that stopped running on its own, and is removed; with the
+	// manager, a failed attempt of the fleet engine after Add returned, which
+	// the engine logs), with a message and key-value pairs naming the
+	// cluster, as logr's Error takes them. Unset: they are logged at error
+	// level.
 	ErrorHandler func(err error, msg string, keysAndValues ...any)
 
 	mu       sync.Mutex
@@ -183,8 +184,9 @@ func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error 
 		select {
 		case first <- err:
 		default:
-			if err != nil && e.ctx.Err() == nil {
-				c.handleError(err, "The fleet engine failed to start or engage the cluster; it retries", "cluster", name)
+			// The engine logged it; ErrorHandler, if set, hears of it too.
+			if err != nil && e.ctx.Err() == nil && c.ErrorHandler != nil {
+				c.ErrorHandler(err, "The fleet engine failed to start or engage the cluster; it retries", "cluster", name)
 			}
 		}
 	}}
@@ -199,10 +201,8 @@ func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error 
 	e.pub.SetMember(member)
 	c.mu.Unlock()
 
-	if s, ok := e.pub.(interface{ Fleet() *fleet.Engine }); ok {
-		if state, _ := s.Fleet().State(name); state == fleet.StateWanted {
-			return nil // not run here (yet): the engine engages it when it may
-		}
+	if stateOf(e.pub, name) == fleet.StateWanted {
+		return nil // not run here (yet): the engine engages it when it may
 	}
 	timer := time.NewTimer(c.syncTimeout())
 	defer timer.Stop()
@@ -222,6 +222,21 @@ func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error 
 	}
 	c.stopOlder(name, e)
 	return nil
+}
+
+// stateOf returns the engine's state of name, as pub (the manager, or a
+// wrapper of it such as the multi provider's) tells it; "" if it cannot.
+func stateOf(pub fleet.Publisher, name multicluster.ClusterName) fleet.State {
+	var state fleet.State
+	switch p := pub.(type) {
+	case interface {
+		State(multicluster.ClusterName) (fleet.State, bool)
+	}:
+		state, _ = p.State(name)
+	case interface{ Fleet() *fleet.Engine }:
+		state, _ = p.Fleet().State(name)
+	}
+	return state
 }
 
 // stopOlder stops the entries of name added before e, now replaced by it.

@@ -15,7 +15,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -201,15 +200,10 @@ var _ multicluster.ListingProvider = &Provider{}
 // Start engages the clusters of the files, then follows the files until ctx
 // ends. Clusters are disengaged when it returns.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
-	p.mu.Lock()
-	if p.started {
-		p.mu.Unlock()
-		return fmt.Errorf("file provider: %w", multicluster.ErrAlreadyStarted)
+	log, err := p.begin(ctx)
+	if err != nil {
+		return err
 	}
-	p.started = true
-	p.mu.Unlock()
-
-	log := logf.FromContext(ctx).WithName("file-provider")
 	watcher, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("file provider: creating file watcher: %w", err)
