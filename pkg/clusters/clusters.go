@@ -8,26 +8,29 @@ import (
 	"sync"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// DefaultCacheSyncTimeout bounds the wait for a new cluster's cache when
-// Clusters.CacheSyncTimeout is zero. It applies to Clusters only: members
-// published through Members are synced by the fleet engine, within
-// fleet.DefaultCacheSyncTimeout (2 minutes; mcmanager.WithClusterStartTimeout).
-const DefaultCacheSyncTimeout = 30 * time.Second
-
-// Clusters keeps a provider's clusters and runs their lifecycle. The zero value
-// is ready to use; embed it by value. All methods are safe for concurrent use,
-// and none holds a lock while waiting on the network, so a provider may add
-// many clusters at once.
+// Clusters keeps a provider's clusters. The zero value is ready to use; embed
+// it by value. All methods are safe for concurrent use, and none holds a lock
+// while waiting on the network, so a provider may add many clusters at once.
+//
+// Handed the Multi-Cluster Manager (a fleet.Publisher), Clusters has no
+// lifecycle of its own: each cluster is published to the fleet engine as a
+// pre-built member, which the engine starts, syncs, engages, probes, replaces
+// and tears down as it does every member; Get answers what the engine has
+// engaged. Handed any other multicluster.Aware (a test's tracker), Clusters
+// starts each cluster itself, waits for its cache and engages it, one
+// engagement of a name at a time.
 type Clusters[T cluster.Cluster] struct {
 	// CacheSyncTimeout bounds how long Add waits for a cluster's cache to sync
-	// before giving up on it. Defaults to DefaultCacheSyncTimeout.
+	// (and, with the manager, to be engaged) before giving up on it. Defaults
+	// to fleet.DefaultCacheSyncTimeout, the manager's: one default for every
+	// start of a cluster.
 	CacheSyncTimeout time.Duration
 
 	// WaitCacheTimeout is the upstream design's name for CacheSyncTimeout,
@@ -41,27 +44,26 @@ type Clusters[T cluster.Cluster] struct {
 	EqualClusters func(a, b T) bool
 
 	// ErrorHandler, if set, is given the errors nobody else can be given (a
-	// cluster that stopped running on its own, and is removed), with a
-	// message and key-value pairs naming the cluster, as logr's Error takes
-	// them. Unset: they are logged at error level.
+	// cluster that stopped running on its own, and is removed; with the
+	// manager, a failed attempt of the fleet engine after Add returned, which
+	// the engine logs), with a message and key-value pairs naming the
+	// cluster, as logr's Error takes them. Unset: they are logged at error
+	// level.
 	ErrorHandler func(err error, msg string, keysAndValues ...any)
 
-	mu       sync.RWMutex
-	clusters map[multicluster.ClusterName]*entry[T]   // the current entry of each name
+	mu       sync.Mutex
+	clusters map[multicluster.ClusterName]*entry[T]   // the newest entry of each name
+	engaged  map[multicluster.ClusterName]*entry[T]   // the entry aware holds (own engagements only)
 	live     map[multicluster.ClusterName][]*entry[T] // every running entry of each name, oldest first
-	seq      uint64
 	indexes  []index
-
-	nameLocks map[multicluster.ClusterName]*nameLock
+	locks    map[multicluster.ClusterName]*nameLock
 }
 
 type entry[T cluster.Cluster] struct {
 	cl     T
 	ctx    context.Context
 	cancel context.CancelFunc
-	seq    uint64 // order of insertion: older entries of a name have lower ones
-	// engaged is set once aware accepted the entry; guarded by Clusters.mu.
-	engaged bool
+	pub    fleet.Publisher // set when the fleet engine runs the cluster
 }
 
 type index struct {
@@ -81,107 +83,230 @@ var ErrClusterExists = errors.New("cluster already exists")
 // Add starts cl under name and engages it with aware. It returns once the
 // cluster is engaged, or with an error naming the cluster if its cache did not
 // sync in time or aware refused it; the cluster is then stopped and forgotten.
-// ctx bounds the cluster's life: when it ends, the cluster stops and is removed.
+// With the manager, it returns at once while this replica does not run the
+// cluster (the manager has not started, or sharding assigns it elsewhere):
+// the engine engages it when it may. ctx bounds the cluster's life: when it
+// ends, the cluster stops and is removed.
 func (c *Clusters[T]) Add(ctx context.Context, name multicluster.ClusterName, cl T, aware multicluster.Aware) error {
 	c.mu.Lock()
 	if _, ok := c.clusters[name]; ok {
 		c.mu.Unlock()
 		return multicluster.WithCluster(name, ErrClusterExists)
 	}
-	e, indexes := c.insertLocked(ctx, name, cl)
-	c.mu.Unlock()
-	return c.run(name, e, indexes, aware)
+	return c.insertAndRun(ctx, name, cl, aware)
 }
 
 // AddOrReplace is Add, except that a cluster already present under name is
 // replaced: the new one is started and engaged first, then the old one (and
 // any older replacement still starting) is stopped. If the new one fails, the
-// newest older one still running stays, engaged again. When replacements
-// overlap, the newest wins. Re-adding the same instance does nothing.
+// one engaged before stays engaged (with the manager, the engine keeps trying
+// the new one, as it does for any member it could not start). When
+// replacements overlap, the newest wins. Re-adding the same instance (or an
+// equal one, see EqualClusters) does nothing.
 func (c *Clusters[T]) AddOrReplace(ctx context.Context, name multicluster.ClusterName, cl T, aware multicluster.Aware) error {
 	c.mu.Lock()
 	if old, ok := c.clusters[name]; ok && c.equal(old.cl, cl) && old.ctx.Err() == nil {
 		c.mu.Unlock()
 		return nil
 	}
-	e, indexes := c.insertLocked(ctx, name, cl)
-	c.mu.Unlock()
-	return c.run(name, e, indexes, aware)
+	return c.insertAndRun(ctx, name, cl, aware)
 }
 
-func (c *Clusters[T]) insertLocked(ctx context.Context, name multicluster.ClusterName, cl T) (*entry[T], []index) {
+// insertAndRun makes cl the newest entry of name and runs it. The caller
+// holds c.mu, which it releases.
+func (c *Clusters[T]) insertAndRun(ctx context.Context, name multicluster.ClusterName, cl T, aware multicluster.Aware) error {
 	if c.clusters == nil {
 		c.clusters = map[multicluster.ClusterName]*entry[T]{}
+		c.engaged = map[multicluster.ClusterName]*entry[T]{}
 		c.live = map[multicluster.ClusterName][]*entry[T]{}
 	}
 	cctx, cancel := context.WithCancel(ctx)
-	c.seq++
-	e := &entry[T]{cl: cl, ctx: cctx, cancel: cancel, seq: c.seq}
+	e := &entry[T]{cl: cl, ctx: cctx, cancel: cancel}
+	e.pub, _ = aware.(fleet.Publisher)
 	c.clusters[name] = e
 	c.live[name] = append(c.live[name], e)
-	// Whoever stops the cluster, it leaves the maps, unless replaced meanwhile.
-	context.AfterFunc(cctx, func() {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if c.clusters[name] == e {
-			delete(c.clusters, name)
-		}
-		live := slices.DeleteFunc(c.live[name], func(o *entry[T]) bool { return o == e })
-		if len(live) == 0 {
-			delete(c.live, name)
-		} else {
-			c.live[name] = live
-		}
-	})
-	return e, slices.Clone(c.indexes)
-}
-
-// run starts the cluster of e, waits for its cache, then engages it, and
-// settles what it replaces. Starting runs concurrently for any number of
-// clusters; engaging is serialized per name, and only the current entry of a
-// name engages, so that what aware saw last for a name is always what Get
-// returns.
-func (c *Clusters[T]) run(name multicluster.ClusterName, e *entry[T], indexes []index, aware multicluster.Aware) error {
-	if err := c.start(name, e, indexes); err != nil {
-		c.drop(name, e)
-		c.fallBack(name, e, aware)
-		return err
-	}
-
-	unlock := c.lockName(name)
-	defer unlock()
-	c.mu.RLock()
-	current := c.clusters[name] == e
-	c.mu.RUnlock()
-	if !current || e.ctx.Err() != nil {
-		c.drop(name, e)
-		return multicluster.WithCluster(name, errors.New("replaced or removed while starting"))
-	}
-	if err := aware.Engage(e.ctx, name, e.cl); err != nil {
-		c.drop(name, e)
-		c.fallBackLocked(name, e, aware)
-		// Named once: aware's own naming of it (a controller's or the
-		// engine's) is taken off, by type, not by reading the message.
-		return multicluster.WithCluster(name, err)
-	}
-	c.mu.Lock()
-	e.engaged = true
-	older := c.liveLocked(name, func(o *entry[T]) bool { return o.seq < e.seq })
+	indexes := slices.Clone(c.indexes)
 	c.mu.Unlock()
-	for _, o := range older {
-		o.cancel()
-	}
-	return nil
-}
+	// Whoever stops the cluster, it is forgotten.
+	context.AfterFunc(cctx, func() { c.forget(name, e) })
 
-// start applies the indexes, starts the cluster and waits for its cache.
-func (c *Clusters[T]) start(name multicluster.ClusterName, e *entry[T], indexes []index) error {
+	// Each index is applied once, before the cluster's cache starts.
 	for _, idx := range indexes {
-		if err := e.cl.GetFieldIndexer().IndexField(e.ctx, idx.obj, idx.field, idx.extract); err != nil {
+		if err := cl.GetFieldIndexer().IndexField(cctx, idx.obj, idx.field, idx.extract); err != nil {
+			c.forget(name, e)
 			return multicluster.WithCluster(name, fmt.Errorf("indexing %T by %q: %w", idx.obj, idx.field, err))
 		}
 	}
+	if e.pub != nil {
+		return c.publish(name, e)
+	}
+	return c.engage(name, e, aware)
+}
 
+// forget stops e and takes it out of the maps now, not when the
+// cancellation's AfterFunc gets to run: a caller must not find a cluster that
+// failed. Unless replaced meanwhile, a published cluster leaves the fleet
+// engine too (under the lock, so after any newer decision for the name).
+func (c *Clusters[T]) forget(name multicluster.ClusterName, e *entry[T]) {
+	e.cancel()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.clusters[name] == e {
+		delete(c.clusters, name)
+		if e.pub != nil {
+			e.pub.RemoveMember(name)
+		}
+	}
+	if c.engaged[name] == e {
+		delete(c.engaged, name)
+	}
+	if c.live[name] = slices.DeleteFunc(c.live[name], func(o *entry[T]) bool { return o == e }); len(c.live[name]) == 0 {
+		delete(c.live, name)
+	}
+}
+
+// syncTimeout is CacheSyncTimeout with its default.
+func (c *Clusters[T]) syncTimeout() time.Duration {
+	switch {
+	case c.CacheSyncTimeout > 0:
+		return c.CacheSyncTimeout
+	case c.WaitCacheTimeout > 0:
+		return c.WaitCacheTimeout
+	}
+	return fleet.DefaultCacheSyncTimeout
+}
+
+// publish hands e's cluster to the fleet engine as a pre-built member and
+// waits for the engine's first report of it.
+func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error {
+	first := make(chan error, 1)
+	member := fleet.Member{Name: name, Hash: fmt.Sprintf("%p", any(e.cl)), Cluster: e.cl, Report: func(err error) {
+		select {
+		case first <- err:
+		default:
+			// The engine logged it; ErrorHandler, if set, hears of it too.
+			if err != nil && e.ctx.Err() == nil && c.ErrorHandler != nil {
+				c.ErrorHandler(err, "The fleet engine failed to start or engage the cluster; it retries", "cluster", name)
+			}
+		}
+	}}
+	// Under the lock: what the engine holds for a name is what was decided
+	// last for it, whatever the order in which concurrent calls got here.
+	c.mu.Lock()
+	if c.clusters[name] != e || e.ctx.Err() != nil {
+		c.mu.Unlock()
+		c.forget(name, e)
+		return multicluster.WithCluster(name, errors.New("replaced or removed while starting"))
+	}
+	e.pub.SetMember(member)
+	c.mu.Unlock()
+
+	if stateOf(e.pub, name) == fleet.StateWanted {
+		return nil // not run here (yet): the engine engages it when it may
+	}
+	timer := time.NewTimer(c.syncTimeout())
+	defer timer.Stop()
+	var err error
+	select {
+	case err = <-first:
+	case <-e.ctx.Done():
+		err = fmt.Errorf("removed while starting: %w", context.Cause(e.ctx))
+	case <-timer.C:
+		err = fmt.Errorf("not engaged within %s", c.syncTimeout())
+	}
+	if err != nil {
+		if _, engaged := e.pub.Lookup(name); !engaged || e.ctx.Err() != nil {
+			c.forget(name, e) // nothing engaged under name: all or nothing
+		}
+		return multicluster.WithCluster(name, err)
+	}
+	c.stopOlder(name, e)
+	return nil
+}
+
+// stateOf returns the engine's state of name, as pub (the manager, or a
+// wrapper of it such as the multi provider's) tells it; "" if it cannot.
+func stateOf(pub fleet.Publisher, name multicluster.ClusterName) fleet.State {
+	var state fleet.State
+	switch p := pub.(type) {
+	case interface {
+		State(multicluster.ClusterName) (fleet.State, bool)
+	}:
+		state, _ = p.State(name)
+	case interface{ Fleet() *fleet.Engine }:
+		state, _ = p.Fleet().State(name)
+	}
+	return state
+}
+
+// stopOlder stops the entries of name added before e, now replaced by it.
+func (c *Clusters[T]) stopOlder(name multicluster.ClusterName, e *entry[T]) {
+	c.mu.Lock()
+	live := slices.Clone(c.live[name])
+	c.mu.Unlock()
+	for _, o := range live {
+		if o == e {
+			return
+		}
+		o.cancel()
+	}
+}
+
+// engage starts e's cluster, waits for its cache and engages it with aware,
+// for an aware that is not the manager. Starting runs concurrently for any
+// number of clusters; engaging is serialized per name, and only the newest
+// entry of a name engages, so that what aware saw last for a name is what
+// Get returns.
+func (c *Clusters[T]) engage(name multicluster.ClusterName, e *entry[T], aware multicluster.Aware) error {
+	if err := c.start(name, e); err != nil {
+		defer c.lockName(name)()
+		c.fallBack(name, e, nil)
+		return err
+	}
+	defer c.lockName(name)()
+	c.mu.Lock()
+	current := c.clusters[name] == e
+	c.mu.Unlock()
+	if !current || e.ctx.Err() != nil {
+		c.forget(name, e)
+		return multicluster.WithCluster(name, errors.New("replaced or removed while starting"))
+	}
+	if err := aware.Engage(e.ctx, name, e.cl); err != nil {
+		c.fallBack(name, e, aware)
+		// Named once: aware's own naming of it is taken off, by type.
+		return multicluster.WithCluster(name, err)
+	}
+	c.mu.Lock()
+	c.engaged[name] = e
+	c.mu.Unlock()
+	c.stopOlder(name, e)
+	return nil
+}
+
+// fallBack stops failed and, if no newer entry took its name, makes the
+// entry engaged before it current again; aware, if set, may have replaced
+// that one with failed already, and engages it again. The caller holds
+// name's lock.
+func (c *Clusters[T]) fallBack(name multicluster.ClusterName, failed *entry[T], aware multicluster.Aware) {
+	c.mu.Lock()
+	prev := c.engaged[name]
+	if c.clusters[name] != failed || prev == nil || prev.ctx.Err() != nil {
+		c.mu.Unlock()
+		c.forget(name, failed)
+		return
+	}
+	c.clusters[name] = prev
+	c.mu.Unlock()
+	c.forget(name, failed)
+	if aware != nil {
+		if err := aware.Engage(prev.ctx, name, prev.cl); err != nil {
+			c.forget(name, prev) // broken as well: nothing to fall back to
+		}
+	}
+}
+
+// start starts e's cluster and waits, bounded, for its cache.
+func (c *Clusters[T]) start(name multicluster.ClusterName, e *entry[T]) error {
 	startErr := make(chan error, 1)
 	go func() {
 		// The one goroutine per cluster: cluster.Start blocks while it runs.
@@ -194,137 +319,25 @@ func (c *Clusters[T]) start(name multicluster.ClusterName, e *entry[T], indexes 
 		startErr <- err
 		if e.ctx.Err() == nil {
 			// The cluster died while it should run: its cache serves nothing
-			// any more. Removing it disengages it from the fleet, loudly.
+			// any more. Removing it disengages it, loudly.
 			c.handleError(errOrStopped(err), "Cluster stopped running; removing it", "cluster", name)
-			c.drop(name, e)
+			c.forget(name, e)
 		}
 	}()
-
-	timeout := c.CacheSyncTimeout
-	if timeout <= 0 {
-		timeout = c.WaitCacheTimeout
-	}
-	if timeout <= 0 {
-		timeout = DefaultCacheSyncTimeout
-	}
-	syncCtx, cancel := context.WithTimeout(e.ctx, timeout)
+	ctx, cancel := context.WithTimeout(e.ctx, c.syncTimeout())
 	defer cancel()
-	if err := waitForCache(syncCtx, e.cl.GetCache(), indexes, startErr); err != nil {
-		return multicluster.WithCluster(name, err)
-	}
-	return nil
-}
-
-// drop stops e and forgets it now, not when the cancellation's AfterFunc gets
-// to run: a caller must not find a cluster that failed.
-func (c *Clusters[T]) drop(name multicluster.ClusterName, e *entry[T]) {
-	c.mu.Lock()
-	if c.clusters[name] == e {
-		delete(c.clusters, name)
-	}
-	c.mu.Unlock()
-	e.cancel()
-}
-
-// fallBack is fallBackLocked for a caller that does not hold name's lock.
-func (c *Clusters[T]) fallBack(name multicluster.ClusterName, failed *entry[T], aware multicluster.Aware) {
-	unlock := c.lockName(name)
-	defer unlock()
-	c.fallBackLocked(name, failed, aware)
-}
-
-// fallBackLocked makes the newest entry older than failed current again, if
-// no newer one took the name. An engaged one is engaged again: aware may have
-// replaced it with failed already. The caller holds name's lock.
-func (c *Clusters[T]) fallBackLocked(name multicluster.ClusterName, failed *entry[T], aware multicluster.Aware) {
-	c.mu.Lock()
-	if _, taken := c.clusters[name]; taken {
-		c.mu.Unlock()
-		return
-	}
-	older := c.liveLocked(name, func(o *entry[T]) bool { return o.seq < failed.seq })
-	if len(older) == 0 {
-		c.mu.Unlock()
-		return
-	}
-	o := older[len(older)-1]
-	c.clusters[name] = o
-	engaged := o.engaged
-	c.mu.Unlock()
-	if engaged {
-		if err := aware.Engage(o.ctx, name, o.cl); err != nil {
-			c.drop(name, o) // broken as well: nothing to fall back to
-		}
-	}
-}
-
-// liveLocked returns the running entries of name that keep says to, oldest first.
-func (c *Clusters[T]) liveLocked(name multicluster.ClusterName, keep func(*entry[T]) bool) []*entry[T] {
-	var out []*entry[T]
-	for _, o := range c.live[name] {
-		if o.ctx.Err() == nil && keep(o) {
-			out = append(out, o)
-		}
-	}
-	return out
-}
-
-// lockName serializes engagements of one name; unrelated names never wait.
-func (c *Clusters[T]) lockName(name multicluster.ClusterName) (unlock func()) {
-	c.mu.Lock()
-	if c.nameLocks == nil {
-		c.nameLocks = map[multicluster.ClusterName]*nameLock{}
-	}
-	l := c.nameLocks[name]
-	if l == nil {
-		l = &nameLock{}
-		c.nameLocks[name] = l
-	}
-	l.refs++
-	c.mu.Unlock()
-	l.mu.Lock()
-	return func() {
-		l.mu.Unlock()
-		c.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(c.nameLocks, name)
-		}
-		c.mu.Unlock()
-	}
-}
-
-type nameLock struct {
-	mu   sync.Mutex
-	refs int // holders and waiters; guarded by Clusters.mu
-}
-
-// waitForCache waits until the cache has started and the informers created for
-// indexes have synced. It waits on notifications, not a polling interval.
-func waitForCache(ctx context.Context, c cache.Cache, indexes []index, startErr <-chan error) error {
-	for _, idx := range indexes {
-		informer, err := c.GetInformer(ctx, idx.obj, cache.BlockUntilSynced(false))
-		if err != nil {
-			return fmt.Errorf("getting informer for %T: %w", idx.obj, err)
-		}
-		select {
-		case <-informer.HasSyncedChecker().Done():
-		case err := <-startErr:
-			return fmt.Errorf("cluster stopped while its cache was syncing: %w", errOrStopped(err))
-		case <-ctx.Done():
-			return fmt.Errorf("cache for %T did not sync: %w", idx.obj, ctx.Err())
-		}
-	}
-	// With every informer synced this returns as soon as the cache has started.
 	synced := make(chan bool, 1)
-	go func() { synced <- c.WaitForCacheSync(ctx) }()
+	go func() { synced <- e.cl.GetCache().WaitForCacheSync(ctx) }()
 	select {
 	case ok := <-synced:
 		if !ok {
-			return fmt.Errorf("cache did not sync: %w", context.Cause(ctx))
+			return multicluster.WithCluster(name, fmt.Errorf("cache did not sync: %w", context.Cause(ctx)))
 		}
 		return nil
 	case err := <-startErr:
-		return fmt.Errorf("cluster stopped before its cache synced: %w", errOrStopped(err))
+		cancel()
+		<-synced
+		return multicluster.WithCluster(name, fmt.Errorf("cluster stopped before its cache synced: %w", errOrStopped(err)))
 	}
 }
 
@@ -335,13 +348,45 @@ func errOrStopped(err error) error {
 	return err
 }
 
-// Remove stops and forgets the named cluster, which disengages it. Removing an
-// unknown name does nothing.
+// lockName serializes engagements of one name; unrelated names never wait.
+func (c *Clusters[T]) lockName(name multicluster.ClusterName) (unlock func()) {
+	c.mu.Lock()
+	if c.locks == nil {
+		c.locks = map[multicluster.ClusterName]*nameLock{}
+	}
+	l := c.locks[name]
+	if l == nil {
+		l = &nameLock{}
+		c.locks[name] = l
+	}
+	l.refs++
+	c.mu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		c.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(c.locks, name)
+		}
+		c.mu.Unlock()
+	}
+}
+
+type nameLock struct {
+	mu   sync.Mutex
+	refs int // holders and waiters; guarded by Clusters.mu
+}
+
+// Remove stops and forgets the named cluster, which disengages it (and
+// removes it from the fleet engine). Removing an unknown name does nothing.
 func (c *Clusters[T]) Remove(name multicluster.ClusterName) {
 	c.mu.Lock()
+	if e := c.clusters[name]; e != nil && e.pub != nil {
+		e.pub.RemoveMember(name)
+	}
 	delete(c.clusters, name)
 	// Replacements in flight go too, and whatever they would have replaced.
-	running := c.liveLocked(name, func(*entry[T]) bool { return true })
+	running := slices.Clone(c.live[name])
 	c.mu.Unlock()
 	for _, e := range running {
 		e.cancel()
@@ -358,28 +403,40 @@ func (c *Clusters[T]) Get(_ context.Context, name multicluster.ClusterName) (clu
 	return cl, nil
 }
 
-// Lookup returns the named cluster with its concrete type.
+// Lookup returns the named cluster with its concrete type: with the manager,
+// the one the fleet engine has engaged.
 func (c *Clusters[T]) Lookup(name multicluster.ClusterName) (T, bool) {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
 	e, ok := c.clusters[name]
+	c.mu.Unlock()
+	var zero T
+	switch {
+	case !ok:
+		return zero, false
+	case e.pub == nil:
+		return e.cl, true
+	}
+	cl, ok := e.pub.Lookup(name)
 	if !ok {
-		var zero T
 		return zero, false
 	}
-	return e.cl, true
+	typed, ok := cl.(T)
+	return typed, ok
 }
 
 // ClusterNames returns the names of the clusters present, sorted.
 func (c *Clusters[T]) ClusterNames() []multicluster.ClusterName {
-	c.mu.RLock()
+	c.mu.Lock()
 	names := make([]multicluster.ClusterName, 0, len(c.clusters))
 	for name := range c.clusters {
 		names = append(names, name)
 	}
-	c.mu.RUnlock()
+	c.mu.Unlock()
 	slices.Sort(names)
-	return names
+	return slices.DeleteFunc(names, func(name multicluster.ClusterName) bool {
+		_, ok := c.Lookup(name)
+		return !ok
+	})
 }
 
 // IndexField registers an index on every cluster present and every cluster

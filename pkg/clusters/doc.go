@@ -2,11 +2,13 @@
 // members (a name, a content hash and how to build the cluster) to the
 // Multi-Cluster Manager's fleet engine (pkg/fleet), which owns their
 // lifecycle; NewCluster builds a cluster with the defaults providers need.
-// Clusters is for providers that hold pre-built clusters and engage them
-// themselves: it starts each cluster with its own context, apply every registered field index
-// before its cache starts, wait (bounded, by notification) for the cache, then
-// engage it; tear it down when removed or replaced, never touching a
-// replacement.
+// Clusters is for providers that build their clusters themselves: handed the
+// manager, it publishes each as a pre-built member (the engine starts, syncs,
+// engages, probes and tears it down) and answers Get with what the engine
+// engaged; handed another multicluster.Aware (a test's), it starts each
+// cluster, applies every registered field index before its cache starts,
+// waits (bounded) for the cache and engages it, never touching a
+// replacement when it tears a replaced cluster down.
 //
 // A provider only decides which clusters exist; Clusters does the rest:
 //

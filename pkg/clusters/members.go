@@ -98,52 +98,40 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 }
 
 // Set wants name to run with cfg, identified by hash; report, if not nil,
-// hears of every failed attempt and, with nil, of the engagement. An unchanged
-// hash does nothing; otherwise a new cluster is built and replaces the running
-// one once it is engaged.
+// hears of every failed attempt and, with nil, of the engagement. A new hash
+// builds a new cluster, which replaces the running one once it is engaged.
+// It reports whether name was wanted before (replaced) and whether its hash
+// is new (changed), for the provider's log: an unchanged hash is not
+// published again (the engine, which decides, would ignore it anyway).
 //
 // Set and Remove reach the engine in the order they were called (under the
 // members' lock): what the provider decided last for a name is what the
 // engine holds.
-func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) {
+func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) (replaced, changed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ctx == nil || m.ctx.Err() != nil {
-		return
+	if replaced, changed = m.wantLocked(name, hash); !changed {
+		return replaced, false
 	}
-	if old, ok := m.hashes[name]; ok && old == hash {
-		return
-	}
-	m.hashes[name] = hash
-
-	cfg = rest.CopyConfig(cfg)
-	member := fleet.Member{
-		Name:   name,
-		Hash:   hash,
-		Report: report,
-		Build: func(ctx context.Context) (cluster.Cluster, error) {
-			return m.build(ctx, cfg)
-		},
-	}
+	member := fleet.Member{Name: name, Hash: hash, Report: report, Build: build{m, rest.CopyConfig(cfg)}.build}
 	if m.Refresh != nil {
 		member.Refresh = func() { m.Refresh(name) }
 	}
 	m.pub.SetMember(member)
+	return replaced, true
 }
 
 // SetCluster wants name to run the pre-built cluster cl: the engine starts it
-// unless the application already did, and never rebuilds it.
+// unless the application already did, and never rebuilds it. Every index
+// registered is applied to a cluster new to the members, once, before the
+// engine starts it.
 func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, report func(error)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if m.ctx == nil || m.ctx.Err() != nil {
-		return
-	}
 	hash := fmt.Sprintf("%p", cl)
-	if old, ok := m.hashes[name]; ok && old == hash {
+	if _, changed := m.wantLocked(name, hash); !changed {
 		return
 	}
-	m.hashes[name] = hash
 	for _, idx := range m.indexes {
 		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
 			m.log.Error(err, "Failed to index cluster", "cluster", name)
@@ -152,9 +140,30 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 	m.pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
 }
 
+// wantLocked records hash as wanted for name while the members run, and
+// reports whether name was wanted before and whether hash is new for it.
+func (m *Members) wantLocked(name multicluster.ClusterName, hash string) (known, changed bool) {
+	if m.ctx == nil || m.ctx.Err() != nil {
+		return false, false
+	}
+	old, known := m.hashes[name]
+	if known && old == hash {
+		return true, false
+	}
+	m.hashes[name] = hash
+	return known, true
+}
+
+// build is a member's Build: it builds from cfg.
+type build struct {
+	m   *Members
+	cfg *rest.Config
+}
+
 // build probes the server, builds the cluster and applies every index
 // registered so far, before the engine starts its cache.
-func (m *Members) build(ctx context.Context, cfg *rest.Config) (cluster.Cluster, error) {
+func (b build) build(ctx context.Context) (cluster.Cluster, error) {
+	m, cfg := b.m, b.cfg
 	if err := probe(ctx, cfg); err != nil {
 		return nil, err
 	}

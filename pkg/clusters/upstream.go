@@ -22,8 +22,8 @@ type Index struct {
 
 // Indexers returns the indexes registered with IndexField, in order.
 func (c *Clusters[T]) Indexers() []Index {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	out := make([]Index, 0, len(c.indexes))
 	for _, idx := range c.indexes {
 		out = append(out, Index{Object: idx.obj, Field: idx.field, Extractor: idx.extract})

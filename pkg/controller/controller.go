@@ -97,7 +97,7 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 		c.hostOwner = ho
 	}
 	if c.timeout <= 0 {
-		c.timeout = 2 * time.Minute
+		c.timeout = fleet.DefaultCacheSyncTimeout // the engine's: one default for a cluster's start
 	}
 	defaultQueue(&options)
 	user := options.Reconciler
@@ -250,24 +250,20 @@ func (c *mcController[request]) Engage(ctx context.Context, name multicluster.Cl
 	if name == "" {
 		return errors.New(`the cluster name "" is reserved for the host cluster`)
 	}
-	return multicluster.WithCluster(name, c.engageAndStart(ctx, name, cl))
-}
-
-// engageAndStart is Engage; its errors name the controller and the watch,
-// not the cluster, which Engage names.
-func (c *mcController[request]) engageAndStart(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	e, srcs, err := c.engage(ctx, name, cl)
 	if err != nil || e == nil || srcs == nil {
-		return err
+		return multicluster.WithCluster(name, err)
 	}
 	// Engaged means synced: Engage returns once every watch delivered its
 	// initial list, so that whoever engages the cluster announces it only
 	// then. A list that keeps failing fails the engagement within seconds.
+	// The errors below name the controller and the watch; the cluster is
+	// named once, here.
 	if err := c.startSources(e, name, srcs, true); err != nil {
 		// Refused: whoever engages the cluster hears of it and decides.
 		c.forget(name, e)
 		e.cancel()
-		return err
+		return multicluster.WithCluster(name, err)
 	}
 	return nil
 }

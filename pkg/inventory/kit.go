@@ -255,15 +255,7 @@ func (k *Kit[T]) get(ctx context.Context, key client.ObjectKey) (obj T, found bo
 // publish wants d's cluster to run; the engine builds and engages it, and
 // its report becomes an Event on obj.
 func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
-	log = log.WithValues(d.LogValues...)
-	if old, ok := k.members.Hash(d.Name); ok && old == d.Hash {
-		return // a change of something else, or a resync
-	} else if ok {
-		log.Info("Re-creating cluster: its configuration changed")
-	} else {
-		log.Info("Engaging cluster")
-	}
-	k.members.Set(d.Name, d.Hash, d.Config, func(err error) {
+	replaced, changed := k.members.Set(d.Name, d.Hash, d.Config, func(err error) {
 		if ref == nil {
 			return // a listed inventory has no object to tell
 		} else if err != nil {
@@ -272,6 +264,13 @@ func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
 		}
 		k.recorder.Eventf(ref, nil, corev1.EventTypeNormal, ReasonEngaged, "Engage", "Cluster %q engaged", d.Name)
 	})
+	switch log = log.WithValues(d.LogValues...); {
+	case !changed: // a change of something else, or a resync
+	case replaced:
+		log.Info("Re-creating cluster: its configuration changed")
+	default:
+		log.Info("Engaging cluster")
+	}
 }
 
 // report turns Desire's error into an Event, once per change of obj for a

@@ -15,7 +15,6 @@ import (
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -201,15 +200,10 @@ var _ multicluster.ListingProvider = &Provider{}
 // Start engages the clusters of the files, then follows the files until ctx
 // ends. Clusters are disengaged when it returns.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
-	p.mu.Lock()
-	if p.started {
-		p.mu.Unlock()
-		return fmt.Errorf("file provider: %w", multicluster.ErrAlreadyStarted)
+	log, err := p.begin(ctx)
+	if err != nil {
+		return err
 	}
-	p.started = true
-	p.mu.Unlock()
-
-	log := logf.FromContext(ctx).WithName("file-provider")
 	watcher, err := fsnotify.NewWatcher()
 	if err != nil {
 		return fmt.Errorf("file provider: creating file watcher: %w", err)
@@ -326,17 +320,14 @@ func (p *Provider) read(log logr.Logger) {
 	slices.Sort(names)
 	for _, name := range names {
 		w := res.clusters[name]
-		old, known := p.members.Hash(name)
-		switch {
-		case !known:
-			log.Info("Engaging cluster", "cluster", name, "file", w.path, "context", w.context)
-		case old != w.hash:
+		p.paths[name] = w.path
+		switch replaced, changed := p.members.Set(name, w.hash, w.config, nil); {
+		case !changed:
+		case replaced:
 			log.Info("Re-creating cluster: its configuration changed", "cluster", name, "file", w.path, "context", w.context)
 		default:
-			continue
+			log.Info("Engaging cluster", "cluster", name, "file", w.path, "context", w.context)
 		}
-		p.paths[name] = w.path
-		p.members.Set(name, w.hash, w.config, nil)
 	}
 }
 

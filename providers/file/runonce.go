@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/go-logr/logr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -16,17 +17,24 @@ import (
 // reads its fleet once (a one-shot job); a provider runs either RunOnce or
 // Start, once.
 func (p *Provider) RunOnce(ctx context.Context, aware multicluster.Aware) error {
-	p.mu.Lock()
-	if p.started {
-		p.mu.Unlock()
-		return fmt.Errorf("file provider: %w", multicluster.ErrAlreadyStarted)
+	log, err := p.begin(ctx)
+	if err != nil {
+		return err
 	}
-	p.started = true
-	p.mu.Unlock()
-
-	log := logf.FromContext(ctx).WithName("file-provider")
 	p.members.Start(ctx, aware, log)
 	p.read(log)
 	close(p.listed)
 	return nil
+}
+
+// begin marks the provider started (Start or RunOnce, once) and returns its
+// logger.
+func (p *Provider) begin(ctx context.Context) (logr.Logger, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return logr.Logger{}, fmt.Errorf("file provider: %w", multicluster.ErrAlreadyStarted)
+	}
+	p.started = true
+	return logf.FromContext(ctx).WithName("file-provider"), nil
 }

@@ -391,3 +391,16 @@ func (p *prefixed) RemoveMember(name multicluster.ClusterName) {
 func (p *prefixed) Lookup(name multicluster.ClusterName) (cluster.Cluster, bool) {
 	return p.fleet.Lookup(p.name(name))
 }
+
+// State returns the engine's state of an inner provider's cluster:
+// pkg/clusters.Clusters asks it, to return at once from Add for a cluster
+// this replica does not run (yet).
+func (p *prefixed) State(name multicluster.ClusterName) (mcfleet.State, bool) {
+	switch f := p.fleet.(type) {
+	case interface{ Fleet() *mcfleet.Engine }:
+		return f.Fleet().State(p.name(name))
+	case *mcfleet.Engine:
+		return f.State(p.name(name))
+	}
+	return "", false
+}

@@ -23,8 +23,17 @@
 // LIST and WATCH) per watched type. Each shared informer carries one event
 // handler that dispatches every event by its namespace, a map lookup, to the
 // handlers of that namespace's virtual cluster only, rewritten to namespace
-// "default". A virtual cluster costs one goroutine (its Start, run by
-// pkg/clusters) and no watch of its own.
+// "default". A virtual cluster costs one goroutine (its Start, run by the
+// fleet engine) and no watch of its own.
+//
+// # Lifecycle
+//
+// The provider only decides which virtual clusters exist: the Namespace
+// informer's events publish a namespace's virtual cluster to the fleet
+// engine (a pre-built member, through pkg/clusters.Members) and withdraw it
+// when the Namespace is deleted or terminating. The engine starts, engages,
+// probes (the shared API server) and tears the virtual clusters down, as it
+// does every member.
 //
 // Field indexes registered through the manager, the provider or any virtual
 // cluster are added to the shared cache once; the cache's namespace-scoped

@@ -9,10 +9,8 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -32,19 +30,19 @@ var (
 	_ mcmanager.SharedClusterProvider = &Provider{}
 )
 
-// workers is the number of namespaces engaged or disengaged concurrently.
-const workers = 4
-
 // Provider engages one virtual cluster per Namespace of the API server
 // behind a cluster.Cluster. See the package documentation.
 type Provider struct {
+	// View answers Get and ClusterNames: the engaged virtual clusters. Its
+	// IndexField is not used: indexes go to the shared cache once (see
+	// IndexField), never per virtual cluster.
+	pkgclusters.View
 	cl  cluster.Cluster
 	log logr.Logger
 
-	// vcs runs the virtual clusters' lifecycle. Its IndexField is not used:
-	// indexes go to the shared cache once (see IndexField), never per
-	// virtual cluster.
-	vcs         pkgclusters.Clusters[*virtualCluster]
+	// members publishes the virtual clusters to the fleet engine, which
+	// starts, engages, probes and tears them down.
+	members     pkgclusters.Members
 	dispatchers dispatchers
 
 	idxMu   sync.Mutex
@@ -64,17 +62,18 @@ type indexKey struct {
 // provider stops, unless cl is a manager.Manager, which runs itself. cl's
 // cache is shared by all virtual clusters.
 func New(cl cluster.Cluster) *Provider {
-	return &Provider{
+	p := &Provider{
 		cl:          cl,
 		log:         logf.Log.WithName("namespace-provider"),
-		vcs:         pkgclusters.New[*virtualCluster](),
 		dispatchers: dispatchers{cache: cl.GetCache()},
 		indexed:     map[indexKey]struct{}{},
 	}
+	p.View = p.members.View()
+	return p
 }
 
-// Start runs the shared cluster, engages a virtual cluster for every
-// Namespace that exists and is not terminating, and disengages it when its
+// Start runs the shared cluster, publishes a virtual cluster for every
+// Namespace that exists and is not terminating, and withdraws it when its
 // Namespace is deleted or starts terminating. It blocks until ctx is done.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	p.mu.Lock()
@@ -112,18 +111,19 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 		}
 	}
 
-	queue := workqueue.NewTypedRateLimitingQueueWithConfig(
-		workqueue.DefaultTypedControllerRateLimiter[string](),
-		workqueue.TypedRateLimitingQueueConfig[string]{})
-	defer queue.ShutDown()
 	informer, err := p.cl.GetCache().GetInformer(ctx, &corev1.Namespace{})
 	if err != nil {
 		return fmt.Errorf("namespace provider: getting the Namespace informer: %w", err)
 	}
+	defer p.members.Wait() // after cancel: the engine of our own, if any
+	defer cancel()
+	p.members.Start(ctx, aware, p.log)
+	// The informer calls the handler for one event at a time, and Members
+	// hands each decision to the engine at once: no queue of our own.
 	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { enqueue(queue, obj) },
-		UpdateFunc: func(_, obj any) { enqueue(queue, obj) },
-		DeleteFunc: func(obj any) { enqueue(queue, obj) },
+		AddFunc:    func(obj any) { p.namespaceChanged(ctx, obj, false) },
+		UpdateFunc: func(_, obj any) { p.namespaceChanged(ctx, obj, false) },
+		DeleteFunc: func(obj any) { p.namespaceChanged(ctx, obj, true) },
 	})
 	if err != nil {
 		return fmt.Errorf("namespace provider: watching Namespaces: %w", err)
@@ -131,12 +131,6 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	defer func() { _ = informer.RemoveEventHandler(reg) }()
 	defer p.dispatchers.stop()
 
-	for range workers {
-		wg.Go(func() {
-			for p.processNext(ctx, queue, aware) {
-			}
-		})
-	}
 	<-ctx.Done()
 	select {
 	case err := <-clusterErr:
@@ -155,65 +149,29 @@ func errOrStopped(err error) error {
 	return err
 }
 
-func enqueue(q workqueue.TypedInterface[string], obj any) {
+// namespaceChanged publishes the namespace's virtual cluster, or withdraws it
+// when the namespace is deleted or terminating.
+func (p *Provider) namespaceChanged(ctx context.Context, obj any, deleted bool) {
 	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-		q.Add(tombstone.Key)
+		obj, deleted = tombstone.Obj, true
+	}
+	ns, ok := obj.(*corev1.Namespace)
+	if !ok {
 		return
 	}
-	if ns, ok := obj.(client.Object); ok {
-		q.Add(ns.GetName())
-	}
-}
-
-func (p *Provider) processNext(ctx context.Context, q workqueue.TypedRateLimitingInterface[string], aware multicluster.Aware) bool {
-	name, shutdown := q.Get()
-	if shutdown {
-		return false
-	}
-	defer q.Done(name)
-	if err := p.reconcile(ctx, name, aware); err != nil {
-		if ctx.Err() == nil {
-			p.log.Error(err, "Failed to engage namespace virtual cluster, will retry", "cluster", name)
-			q.AddRateLimited(name)
+	name := ns.Name
+	if deleted || ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating {
+		if p.members.Remove(name) {
+			p.log.V(1).Info("Withdrew namespace virtual cluster", "cluster", name)
 		}
-		return true
+		return
 	}
-	q.Forget(name)
-	return true
+	if _, known := p.members.Hash(name); known {
+		return // a virtual cluster is built once per namespace
+	}
+	p.members.SetCluster(name, newVirtualCluster(ctx, p, name), nil)
+	p.log.V(1).Info("Published namespace virtual cluster", "cluster", name)
 }
-
-// reconcile engages or disengages the namespace's virtual cluster.
-func (p *Provider) reconcile(ctx context.Context, name string, aware multicluster.Aware) error {
-	ns := &corev1.Namespace{}
-	err := p.cl.GetCache().Get(ctx, client.ObjectKey{Name: name}, ns)
-	switch {
-	case apierrors.IsNotFound(err), err == nil && (ns.DeletionTimestamp != nil || ns.Status.Phase == corev1.NamespaceTerminating):
-		if _, ok := p.vcs.Lookup(name); ok {
-			p.vcs.Remove(name)
-			p.log.V(1).Info("Disengaged namespace virtual cluster", "cluster", name)
-		}
-		return nil
-	case err != nil:
-		return fmt.Errorf("cluster %q: reading its Namespace: %w", name, err)
-	}
-	if _, ok := p.vcs.Lookup(name); ok {
-		return nil
-	}
-	if err := p.vcs.Add(ctx, name, newVirtualCluster(ctx, p, name), aware); err != nil {
-		return err
-	}
-	p.log.V(1).Info("Engaged namespace virtual cluster", "cluster", name)
-	return nil
-}
-
-// Get returns the virtual cluster of an engaged namespace, or an error
-// wrapping multicluster.ErrClusterNotFound.
-func (p *Provider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	return p.vcs.Get(ctx, name)
-}
-
-// ClusterNames returns the names of the engaged virtual clusters, sorted.
-func (p *Provider) ClusterNames() []multicluster.ClusterName { return p.vcs.ClusterNames() }
 
 // IndexField registers a field index on the shared cache, once: a
 // namespace-scoped lookup of the shared index answers MatchingFields in every
