@@ -97,18 +97,42 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 	}
 	rec.track(in)
 	if in.start == nil {
-		context.AfterFunc(in.run, func() { close(in.stopped) })
-		e.mu.Unlock()
-		return in, nil
-	}
-	e.wg.Go(func() {
-		if in.runCluster(e.log.WithValues("cluster", rec.name)) {
-			e.mu.Lock()
-			e.kickLocked(rec)
-			e.mu.Unlock()
+		// A lent cluster runs outside the instance: the instance stops with
+		// its run, or when the lent cluster dies, then as exited.
+		var once sync.Once
+		stop := func() { once.Do(func() { close(in.stopped) }) }
+		unwatch := func() bool { return false }
+		if b.dead != nil {
+			unwatch = context.AfterFunc(b.dead, func() {
+				if in.run.Err() == nil {
+					in.exited.Store(true)
+				}
+				stop()
+				if in.exited.Load() {
+					e.mu.Lock()
+					e.kickLocked(rec)
+					e.mu.Unlock()
+				}
+			})
 		}
-	})
-	e.mu.Unlock()
+		context.AfterFunc(in.run, func() { unwatch(); stop() })
+		if b.begin != nil {
+			b.begin()
+		}
+		e.mu.Unlock()
+		if b.synced {
+			return in, nil
+		}
+	} else {
+		e.wg.Go(func() {
+			if in.runCluster(e.log.WithValues("cluster", rec.name)) {
+				e.mu.Lock()
+				e.kickLocked(rec)
+				e.mu.Unlock()
+			}
+		})
+		e.mu.Unlock()
+	}
 	if lent && b.synced {
 		return in, nil
 	}

@@ -23,11 +23,18 @@ import (
 type borrowed struct {
 	cluster.Cluster
 	// start runs as the cluster's Start for one of the engine's instances;
-	// nil if the cluster runs outside the engine, which then runs nothing
-	// for it (no goroutine per adopted cluster).
+	// nil if the cluster runs outside the engine's instances, which then
+	// run nothing for it (no goroutine of the engine's per lent cluster).
 	start func(ctx context.Context) error
 	// stopped, if set, is closed once the lent cluster itself has stopped.
 	stopped func() <-chan struct{}
+	// begin, if set, starts the lent cluster unless it runs already; the
+	// engine calls it once the instance is on the record's books, so that a
+	// fence waits for what it starts.
+	begin func()
+	// dead, if set, ends when the lent cluster stops: an instance of it
+	// that should still run has exited.
+	dead context.Context
 	// synced: its provider started and synced it, so the engine does not
 	// wait for its cache.
 	synced bool
@@ -57,19 +64,20 @@ func (m *Member) stopOwner() {
 }
 
 // prebuilt adapts a pre-built cluster: started once (a cache cannot start
-// twice), by the first instance that runs it, within the member's life, and
-// kept running across the engine's instances (an outage disengages it, the
-// recovery engages it again), until the life ends. Once stopped, it cannot
-// be built again: its provider must publish a new one. If the application
-// started it already, it is used as it is.
+// twice), when the engine first runs an instance of the member, within the
+// member's life, and kept running across the engine's instances (an outage
+// disengages it, the recovery engages it again), until the life ends. The one goroutine
+// that runs it is the cluster's own: the engine's instances of it run none.
+// Once stopped, it cannot be built again: its provider must publish a new
+// one. If the application started it already, it is used as it is.
 func prebuilt(cl cluster.Cluster) func(ctx context.Context) (cluster.Cluster, error) {
 	var (
-		once    sync.Once
-		mu      sync.Mutex
-		started bool
-		appRuns bool // Start answered that the application runs it
-		err     error
-		stopped = make(chan struct{})
+		once           sync.Once
+		mu             sync.Mutex
+		started        bool
+		appRuns        bool // Start answered that the application runs it
+		stopped        = make(chan struct{})
+		dead, markDead = context.WithCancel(context.Background())
 	)
 	done := func() <-chan struct{} {
 		mu.Lock()
@@ -80,46 +88,35 @@ func prebuilt(cl cluster.Cluster) func(ctx context.Context) (cluster.Cluster, er
 		return stopped
 	}
 	return func(life context.Context) (cluster.Cluster, error) {
-		select {
-		case <-stopped:
-			mu.Lock()
-			defer mu.Unlock()
-			if !appRuns {
-				return nil, errors.New("its cache stopped, and a pre-built cluster cannot be started again: its provider must publish a new one")
-			}
-		default:
-		}
-		start := func(ctx context.Context) error {
+		begin := func() {
 			once.Do(func() {
 				mu.Lock()
 				started = true
 				mu.Unlock()
 				go func() {
-					e := cl.Start(life)
-					mu.Lock()
-					err, appRuns = e, AlreadyStarted(e)
-					mu.Unlock()
+					err := cl.Start(life)
+					if AlreadyStarted(err) {
+						// The application runs it: it runs for the engine as long
+						// as the member's life, with no goroutine waiting for it.
+						mu.Lock()
+						appRuns = true
+						mu.Unlock()
+						context.AfterFunc(life, func() { close(stopped); markDead() })
+						return
+					}
 					close(stopped)
+					markDead()
 				}()
 			})
-			select {
-			case <-ctx.Done():
-				if life.Err() != nil {
-					<-stopped
-				}
-				return nil
-			case <-stopped:
-				mu.Lock()
-				e, app := err, appRuns
-				mu.Unlock()
-				if app {
-					<-ctx.Done()
-					return nil
-				}
-				return errOrStopped(e)
+		}
+		if isClosed(stopped) {
+			mu.Lock()
+			defer mu.Unlock()
+			if !appRuns {
+				return nil, errors.New("its cache stopped, and a pre-built cluster cannot be started again: its provider must publish a new one")
 			}
 		}
-		return &borrowed{Cluster: cl, start: start, stopped: done}, nil
+		return &borrowed{Cluster: cl, begin: begin, stopped: done, dead: dead}, nil
 	}
 }
 
