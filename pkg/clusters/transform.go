@@ -67,10 +67,28 @@ func stripFieldManagement(in any) (any, error) {
 	return in, nil
 }
 
-// keeping holds, while NewCluster applies a call's options, whether
-// KeepManagedFields was among them: a cluster.Option can only edit
-// cluster.Options, which has no field to say it.
-var keeping sync.Map // *cluster.Options -> *bool
+// building holds, while NewCluster applies a call's options, what options
+// of this package asked of it that cluster.Options has no field for
+// (KeepManagedFields, WithResponseCompression): a cluster.Option can only
+// edit cluster.Options.
+var building sync.Map // *cluster.Options -> *buildFlags
+
+// buildFlags are what a call's options asked of NewCluster beyond
+// cluster.Options.
+type buildFlags struct {
+	keepManagedFields bool
+	compression       bool
+}
+
+// setFlag returns a cluster option that sets one of NewCluster's flags; under
+// other builders of clusters it does nothing, there being nothing to set.
+func setFlag(set func(*buildFlags)) cluster.Option {
+	return func(o *cluster.Options) {
+		if f, ok := building.Load(o); ok {
+			set(f.(*buildFlags))
+		}
+	}
+}
 
 // KeepManagedFields is a cluster option that keeps metadata.managedFields and
 // the LastAppliedAnnotation in the cache of a cluster NewCluster builds, for
@@ -80,22 +98,19 @@ var keeping sync.Map // *cluster.Options -> *bool
 // (mcmanager.WithClusterOptions). Other builders of clusters, cluster.New
 // among them, keep both anyway: there it changes nothing.
 func KeepManagedFields() cluster.Option {
-	return func(o *cluster.Options) {
-		if keep, ok := keeping.Load(o); ok {
-			*keep.(*bool) = true
-		}
-	}
+	return setFlag(func(f *buildFlags) { f.keepManagedFields = true })
 }
 
-// applyOptions applies opts to o and reports whether KeepManagedFields was
-// among them.
-func applyOptions(o *cluster.Options, opts []cluster.Option) (keep bool) {
-	keeping.Store(o, &keep)
-	defer keeping.Delete(o)
+// applyOptions applies opts to o and returns what options of this package
+// asked beyond cluster.Options.
+func applyOptions(o *cluster.Options, opts []cluster.Option) buildFlags {
+	var f buildFlags
+	building.Store(o, &f)
+	defer building.Delete(o)
 	for _, opt := range opts {
 		opt(o)
 	}
-	return keep
+	return f
 }
 
 // stripFieldManagementFirst returns opts with TransformStripFieldManagement
