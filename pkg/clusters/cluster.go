@@ -49,7 +49,9 @@ import (
 //   - The cache holds what controllers read: objects are stored without
 //     metadata.managedFields and the LastAppliedAnnotation (see
 //     TransformStripFieldManagement), before any transform of opts, which
-//     still runs; KeepManagedFields keeps both. Writes are unaffected: the
+//     still runs; KeepManagedFields keeps both. Their short strings are
+//     shared with equal strings of objects cached before them
+//     (TransformInternStrings). Writes are unaffected: the
 //     API server computes field ownership from each request and the object
 //     it stores, never from a client's copy (an Update that omits
 //     managedFields leaves them as they are; server-side apply sends only the
@@ -90,9 +92,7 @@ func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, erro
 		},
 	}
 	flags := applyOptions(&o, opts)
-	if !flags.keepManagedFields {
-		o.Cache = stripFieldManagementFirst(o.Cache)
-	}
+	o.Cache = transformFirst(o.Cache, memberTransform(flags))
 	if flags.compression {
 		if err := compress(cfg, &o, bounded); err != nil {
 			return nil, err
