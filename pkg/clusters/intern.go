@@ -35,7 +35,7 @@ func internStrings(in any) (any, error) {
 		internJSONMap(obj.UnstructuredContent())
 	default:
 		v := reflect.ValueOf(in)
-		if v.Kind() == reflect.Pointer && !v.IsNil() {
+		if v.Kind() == reflect.Pointer && !v.IsNil() && holdsStrings(v.Type().Elem()) {
 			internValue(v.Elem())
 		}
 	}
@@ -115,7 +115,8 @@ func internJSON(v any) any {
 var neverRepeats = map[string]bool{"UID": true, "ResourceVersion": true}
 
 // internValue interns the strings reachable from v (addressable) through
-// exported fields, pointers, slices and maps.
+// exported fields, pointers, slices and maps. Callers only call it for
+// values whose type holdsStrings.
 func internValue(v reflect.Value) {
 	switch v.Kind() {
 	case reflect.String:
@@ -125,27 +126,21 @@ func internValue(v reflect.Value) {
 			}
 		}
 	case reflect.Pointer:
-		if !v.IsNil() && holdsStrings(v.Type().Elem()) {
+		if !v.IsNil() {
 			internValue(v.Elem())
 		}
 	case reflect.Struct:
-		t := v.Type()
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if f.IsExported() && !neverRepeats[f.Name] && holdsStrings(f.Type) {
-				internValue(v.Field(i))
-			}
+		for _, i := range fieldsWithStrings(v.Type()) {
+			internValue(v.Field(i))
 		}
 	case reflect.Slice, reflect.Array:
-		if holdsStrings(v.Type().Elem()) {
-			for i := range v.Len() {
-				internValue(v.Index(i))
-			}
+		for i := range v.Len() {
+			internValue(v.Index(i))
 		}
 	case reflect.Map:
 		internMap(v)
 	case reflect.Interface:
-		if !v.IsNil() && v.CanSet() {
+		if !v.IsNil() && v.CanSet() && holdsStrings(v.Elem().Type()) {
 			e := v.Elem()
 			c := reflect.New(e.Type()).Elem()
 			c.Set(e)
@@ -153,6 +148,28 @@ func internValue(v reflect.Value) {
 			v.Set(c)
 		}
 	}
+}
+
+// structFields caches fieldsWithStrings by type: walking a PodSpec looks at
+// the few of its fifty fields that are set and hold strings, without
+// reading each field's name and type again.
+var structFields sync.Map // reflect.Type -> []int
+
+// fieldsWithStrings returns the indexes of the exported fields of struct
+// type t that hold strings worth interning.
+func fieldsWithStrings(t reflect.Type) []int {
+	if f, ok := structFields.Load(t); ok {
+		return f.([]int)
+	}
+	var fields []int
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.IsExported() && !neverRepeats[f.Name] && holdsStrings(f.Type) {
+			fields = append(fields, i)
+		}
+	}
+	structFields.Store(t, fields)
+	return fields
 }
 
 // internMap interns a map's string keys and the strings of its values.
