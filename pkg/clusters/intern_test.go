@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 )
 
@@ -169,5 +170,20 @@ func BenchmarkInternStrings(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// Members built by NewCluster intern what they cache: the same object read
+// from two members' caches shares its namespace's memory (a cache's Get
+// copies the object, and the copy keeps the strings it was given).
+func TestMembersShareTheStringsTheyCache(t *testing.T) {
+	key := appliedConfigMap(t, testbed.NewClient(t, fleet.Config(0)))
+	a := cachedConfigMap(t, key, &corev1.ConfigMap{})
+	b := cachedConfigMap(t, key, &corev1.ConfigMap{}, clusters.KeepManagedFields())
+	if a.GetNamespace() != key.Namespace || b.GetNamespace() != key.Namespace {
+		t.Fatalf("cached namespaces %q and %q, want %q", a.GetNamespace(), b.GetNamespace(), key.Namespace)
+	}
+	if !shared(a.GetNamespace(), b.GetNamespace()) {
+		t.Error("two members' copies of one object do not share its namespace's memory")
 	}
 }
