@@ -120,13 +120,7 @@ func memberTransform(f buildFlags) toolscache.TransformFunc {
 	if f.keepManagedFields {
 		return internStrings
 	}
-	return func(in any) (any, error) {
-		out, err := stripFieldManagement(in)
-		if err != nil {
-			return nil, err
-		}
-		return internStrings(out)
-	}
+	return then(stripFieldManagement, internStrings)
 }
 
 // transformFirst returns opts with first run before every transform they
