@@ -37,6 +37,11 @@ import (
 //   - Clusters that share client-go's transport (one API server, one TLS
 //     configuration) open their first connection to it once, not once per
 //     request waiting for it (see connGate).
+//   - No compressed responses (rest.Config.DisableCompression): the API
+//     server compresses the streams informers watch, and each open watch
+//     then holds a gzip reader of about 44 KB for as long as it is open,
+//     more than a small member's objects. Events travel uncompressed
+//     instead; WithResponseCompression asks for compression again.
 //   - What a member of a large fleet seldom uses is built on first use: the
 //     uncached API reader (GetAPIReader) and the event recorders with their
 //     broadcasters. cluster.New builds both for every cluster, about 4 KB of
@@ -44,7 +49,9 @@ import (
 //   - The cache holds what controllers read: objects are stored without
 //     metadata.managedFields and the LastAppliedAnnotation (see
 //     TransformStripFieldManagement), before any transform of opts, which
-//     still runs; KeepManagedFields keeps both. Writes are unaffected: the
+//     still runs; KeepManagedFields keeps both. Their short strings are
+//     shared with equal strings of objects cached before them
+//     (TransformInternStrings). Writes are unaffected: the
 //     API server computes field ownership from each request and the object
 //     it stores, never from a client's copy (an Update that omits
 //     managedFields leaves them as they are; server-side apply sends only the
@@ -60,17 +67,17 @@ func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, erro
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	base, err := rest.HTTPClientFor(cfg)
+	// No compressed responses unless WithResponseCompression asks for
+	// them (see there); the config the cluster keeps says which it has.
+	cfg.DisableCompression = true
+	base, next, err := transportFor(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("creating HTTP client: %w", err)
+		return nil, err
 	}
 	// A copy: for a plain config, HTTPClientFor returns http.DefaultClient.
 	httpClient := *base
-	next := httpClient.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	httpClient.Transport = &boundedTransport{next: next, timeout: DefaultRequestTimeout, gate: connGateFor(next, cfg.Host)}
+	bounded := &boundedTransport{next: next, timeout: DefaultRequestTimeout, gate: connGateFor(next, cfg.Host)}
+	httpClient.Transport = bounded
 
 	var handle *sharedMapper
 	o := cluster.Options{
@@ -84,8 +91,12 @@ func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, erro
 			return m, nil
 		},
 	}
-	if !applyOptions(&o, opts) {
-		o.Cache = stripFieldManagementFirst(o.Cache)
+	flags := applyOptions(&o, opts)
+	o.Cache = transformFirst(o.Cache, memberTransform(flags))
+	if flags.compression {
+		if err := compress(cfg, &o, bounded); err != nil {
+			return nil, err
+		}
 	}
 	cl, err := assemble(cfg, o)
 	if err != nil {

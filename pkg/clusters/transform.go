@@ -67,10 +67,28 @@ func stripFieldManagement(in any) (any, error) {
 	return in, nil
 }
 
-// keeping holds, while NewCluster applies a call's options, whether
-// KeepManagedFields was among them: a cluster.Option can only edit
-// cluster.Options, which has no field to say it.
-var keeping sync.Map // *cluster.Options -> *bool
+// building holds, while NewCluster applies a call's options, what options
+// of this package asked of it that cluster.Options has no field for
+// (KeepManagedFields, WithResponseCompression): a cluster.Option can only
+// edit cluster.Options.
+var building sync.Map // *cluster.Options -> *buildFlags
+
+// buildFlags are what a call's options asked of NewCluster beyond
+// cluster.Options.
+type buildFlags struct {
+	keepManagedFields bool
+	compression       bool
+}
+
+// setFlag returns a cluster option that sets one of NewCluster's flags; under
+// other builders of clusters it does nothing, there being nothing to set.
+func setFlag(set func(*buildFlags)) cluster.Option {
+	return func(o *cluster.Options) {
+		if f, ok := building.Load(o); ok {
+			set(f.(*buildFlags))
+		}
+	}
+}
 
 // KeepManagedFields is a cluster option that keeps metadata.managedFields and
 // the LastAppliedAnnotation in the cache of a cluster NewCluster builds, for
@@ -80,40 +98,47 @@ var keeping sync.Map // *cluster.Options -> *bool
 // (mcmanager.WithClusterOptions). Other builders of clusters, cluster.New
 // among them, keep both anyway: there it changes nothing.
 func KeepManagedFields() cluster.Option {
-	return func(o *cluster.Options) {
-		if keep, ok := keeping.Load(o); ok {
-			*keep.(*bool) = true
-		}
-	}
+	return setFlag(func(f *buildFlags) { f.keepManagedFields = true })
 }
 
-// applyOptions applies opts to o and reports whether KeepManagedFields was
-// among them.
-func applyOptions(o *cluster.Options, opts []cluster.Option) (keep bool) {
-	keeping.Store(o, &keep)
-	defer keeping.Delete(o)
+// applyOptions applies opts to o and returns what options of this package
+// asked beyond cluster.Options.
+func applyOptions(o *cluster.Options, opts []cluster.Option) buildFlags {
+	var f buildFlags
+	building.Store(o, &f)
+	defer building.Delete(o)
 	for _, opt := range opts {
 		opt(o)
 	}
-	return keep
+	return f
 }
 
-// stripFieldManagementFirst returns opts with TransformStripFieldManagement
-// run before every transform they name: the default one, each type's and
-// each namespace's (a type's or a namespace's own transform replaces the
-// default in controller-runtime's cache, so each gets the strip in front).
-// A transform of the user's therefore sees objects already stripped. The maps
-// are copied: options shared by every cluster of a provider hold one map.
-func stripFieldManagementFirst(opts cache.Options) cache.Options {
-	opts.DefaultTransform = stripThen(opts.DefaultTransform)
-	opts.DefaultNamespaces = transformConfigs(opts.DefaultNamespaces)
+// memberTransform is what NewCluster runs first on every object it caches:
+// the strip of field management unless KeepManagedFields was given, then the
+// interning of strings.
+func memberTransform(f buildFlags) toolscache.TransformFunc {
+	if f.keepManagedFields {
+		return internStrings
+	}
+	return then(stripFieldManagement, internStrings)
+}
+
+// transformFirst returns opts with first run before every transform they
+// name: the default one, each type's and each namespace's (a type's or a
+// namespace's own transform replaces the default in controller-runtime's
+// cache, so each gets first in front). A transform of the user's therefore
+// sees objects already stripped. The maps are copied: options shared by
+// every cluster of a provider hold one map.
+func transformFirst(opts cache.Options, first toolscache.TransformFunc) cache.Options {
+	opts.DefaultTransform = then(first, opts.DefaultTransform)
+	opts.DefaultNamespaces = transformConfigs(opts.DefaultNamespaces, first)
 	if opts.ByObject != nil {
 		byObject := maps.Clone(opts.ByObject)
 		for obj, by := range byObject {
 			if by.Transform != nil {
-				by.Transform = stripThen(by.Transform)
+				by.Transform = then(first, by.Transform)
 			}
-			by.Namespaces = transformConfigs(by.Namespaces)
+			by.Namespaces = transformConfigs(by.Namespaces, first)
 			byObject[obj] = by
 		}
 		opts.ByObject = byObject
@@ -121,29 +146,29 @@ func stripFieldManagementFirst(opts cache.Options) cache.Options {
 	return opts
 }
 
-// transformConfigs puts the strip in front of each config's own transform; a
+// transformConfigs puts first in front of each config's own transform; a
 // config without one inherits the default, which has it.
-func transformConfigs(in map[string]cache.Config) map[string]cache.Config {
+func transformConfigs(in map[string]cache.Config, first toolscache.TransformFunc) map[string]cache.Config {
 	if in == nil {
 		return nil
 	}
 	out := maps.Clone(in)
 	for ns, c := range out {
 		if c.Transform != nil {
-			c.Transform = stripThen(c.Transform)
+			c.Transform = then(first, c.Transform)
 			out[ns] = c
 		}
 	}
 	return out
 }
 
-// stripThen is the strip followed by next, if any.
-func stripThen(next toolscache.TransformFunc) toolscache.TransformFunc {
+// then is first followed by next, if any.
+func then(first, next toolscache.TransformFunc) toolscache.TransformFunc {
 	if next == nil {
-		return stripFieldManagement
+		return first
 	}
 	return func(in any) (any, error) {
-		out, err := stripFieldManagement(in)
+		out, err := first(in)
 		if err != nil {
 			return nil, err
 		}

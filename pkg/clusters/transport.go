@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
@@ -149,4 +152,79 @@ func (c *cancelOnClose) Close() error {
 	err := c.ReadCloser.Close()
 	c.cancel()
 	return err
+}
+
+// WithResponseCompression is a cluster option that lets a cluster built by
+// NewCluster ask its API server for compressed responses, as client-go does
+// by default. NewCluster asks for none: the API server compresses watch
+// streams, and each open watch then holds a gzip reader with its 32 KB
+// window and Huffman tables, about 44 KB per watched type per cluster,
+// whether the watch carries an event a day or a thousand; across a fleet
+// that is more than the objects of a small member. Without compression the
+// same events cross the network uncompressed, several times the bytes for
+// JSON and less for protobuf, which controller-runtime asks for built-in
+// types: turn it back on for members behind a slow or metered link.
+//
+// It applies to NewCluster's HTTP client: with an HTTP client of another
+// option, that client decides. Other builders of clusters compress anyway:
+// there it changes nothing.
+func WithResponseCompression() cluster.Option {
+	return setFlag(func(f *buildFlags) { f.compression = true })
+}
+
+// uncompressedDefault is http.DefaultTransport asking for no compression,
+// shared by every cluster whose config needs no transport of its own (plain
+// HTTP without TLS options), for which client-go returns
+// http.DefaultTransport and ignores DisableCompression.
+var uncompressedDefault = sync.OnceValue(func() http.RoundTripper {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.DisableCompression = true
+	return t
+})
+
+// transportFor returns the HTTP client client-go builds for cfg and the
+// transport under its wrappers, honouring cfg.DisableCompression where
+// client-go does not: for a config that needs no transport of its own it
+// uses http.DefaultTransport, which compresses.
+func transportFor(cfg *rest.Config) (*http.Client, http.RoundTripper, error) {
+	c := rest.CopyConfig(cfg)
+	if c.DisableCompression {
+		// First: the config's own wrappers wrap the transport it picked.
+		c.WrapTransport = transport.Wrappers(func(rt http.RoundTripper) http.RoundTripper {
+			if rt == http.DefaultTransport {
+				return uncompressedDefault()
+			}
+			return rt
+		}, c.WrapTransport)
+	}
+	base, err := rest.HTTPClientFor(c)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating HTTP client: %w", err)
+	}
+	next := base.Transport
+	if next == nil {
+		next = http.DefaultTransport // http.DefaultClient: no wrapper ran
+		if c.DisableCompression {
+			next = uncompressedDefault()
+		}
+	}
+	return base, next, nil
+}
+
+// compress turns compression back on for a cluster NewCluster is building:
+// its config and, if the options left NewCluster's HTTP client in place, the
+// transport under its bounded transport (client-go caches transports by
+// their settings, compression among them, so clusters asking for it share
+// theirs as the others share theirs).
+func compress(cfg *rest.Config, o *cluster.Options, bounded *boundedTransport) error {
+	cfg.DisableCompression = false
+	if o.HTTPClient == nil || o.HTTPClient.Transport != bounded {
+		return nil // another option's HTTP client decides
+	}
+	_, next, err := transportFor(cfg)
+	if err != nil {
+		return err
+	}
+	bounded.next, bounded.gate = next, connGateFor(next, cfg.Host)
+	return nil
 }

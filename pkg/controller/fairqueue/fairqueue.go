@@ -53,12 +53,14 @@ type Queue[T comparable] struct {
 	// request costs a lookup when added and one when Done, none when handed
 	// out, all of them under mu.
 	keys     map[T]*slot[T]
+	keysPeak int       // most keys since keys was last made (see compacted)
 	slots    sync.Pool // of *slot[T], made outside the lock and unused by an Add that found its item queued
 	inflight int       // items handed out and not yet Done
 	// processing holds the entries handed out and not yet Done, each at its
 	// index: the metrics loop reads their ages without walking every key.
 	processing []*entry[T]
 	clusters   map[string]*cluster[T]
+	clusterPk  int          // most clusters since clusters was last made
 	waiting    entryHeap[T] // by due time
 	ready      int          // entries ready or parked: what Len reports
 	seq        uint64
@@ -258,6 +260,7 @@ func (q *Queue[T]) add(a *pendingAdd[T], priority int, now int64) bool {
 	if !ok {
 		s, a.fresh = a.fresh, nil
 		q.keys[a.key] = s
+		q.keysPeak = max(q.keysPeak, len(q.keys))
 	}
 	e := s.queued
 	if e == nil {
@@ -355,6 +358,7 @@ func (q *Queue[T]) Done(item T) {
 	q.inflight--
 	if s.queued == nil {
 		delete(q.keys, item)
+		q.keys = compacted(q.keys, &q.keysPeak)
 	}
 	now := q.now()
 	worked := now - p.at

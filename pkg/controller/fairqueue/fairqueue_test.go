@@ -3,6 +3,7 @@ package fairqueue
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -606,4 +607,44 @@ func TestDonesAtCapWakeEveryWaiter(t *testing.T) {
 			t.Fatalf("%d of 2 waiting workers handed an item after two Dones freed the cap", i)
 		}
 	}
+}
+
+// A queue that drained gives back the memory of its peak: a fleet's sync
+// queues a quarter of a million requests once, and a Go map keeps the memory
+// of its largest size when its entries are deleted.
+func TestDrainedQueueReleasesItsPeak(t *testing.T) {
+	const clusters, perCluster = 1000, 200
+	q := newQueue(t, Options[req]{})
+	items := make([]req, 0, clusters*perCluster)
+	for c := range clusters {
+		for i := range perCluster {
+			items = append(items, req(fmt.Sprintf("c%d/k%d", c, i)))
+		}
+	}
+	before := liveHeap()
+	q.AddWithOpts(priorityqueue.AddOpts{}, items...)
+	full := liveHeap()
+	for range items {
+		r := get(t, q)
+		q.Done(r)
+	}
+	if n := q.Len(); n != 0 {
+		t.Fatalf("Len after the drain: %d", n)
+	}
+	after := liveHeap()
+	held, retained := full-before, after-before
+	t.Logf("%d requests queued held %d KB; drained, the queue keeps %d KB", len(items), held/1024, retained/1024)
+	if retained > held/10 {
+		t.Errorf("the drained queue keeps %d KB of the %d KB its %d requests held", retained/1024, held/1024, len(items))
+	}
+	runtime.KeepAlive(items)
+}
+
+// liveHeap is the heap in use after two collections.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
 }
