@@ -106,6 +106,7 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 			unwatch = context.AfterFunc(b.dead, func() {
 				if in.run.Err() == nil {
 					in.exited.Store(true)
+					e.log.Error(errors.New("its Start returned"), "Cluster stopped running", "cluster", rec.name)
 				}
 				stop()
 				if in.exited.Load() {
