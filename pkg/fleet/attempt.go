@@ -211,7 +211,7 @@ func build(ctx, life context.Context, timeout time.Duration, b func(context.Cont
 	select {
 	case r := <-done:
 		if r.err == nil && r.cl == nil {
-			r.err = errors.New("Build returned no cluster")
+			r.err = errors.New("the member's Build returned no cluster")
 		}
 		return r.cl, r.err
 	case <-timer.C:

@@ -120,13 +120,6 @@ func prebuilt(cl cluster.Cluster) func(ctx context.Context) (cluster.Cluster, er
 	}
 }
 
-func errOrStopped(err error) error {
-	if err == nil {
-		return errors.New("cluster.Start returned")
-	}
-	return err
-}
-
 // Engage adopts a cluster that its provider started and synced: the way in
 // of providers written as the seeds describe. At the door it becomes a member
 // whose Build lends the cluster as it is (the engine neither starts nor stops
