@@ -72,7 +72,10 @@ func TestPausedClusterHoldsItsRequestsUntilResumed(t *testing.T) {
 		return nil
 	})
 	add("a") // while paused, again: still once
-	if got := dropped("pause", "cluster-not-engaged") + dropped("pause", "cluster-disconnected"); got != 0 {
+	dropped := func(reason string) float64 {
+		return testutil.ToFloat64(metrics.DroppedRequests.WithLabelValues("pause", reason))
+	}
+	if got := dropped("cluster-not-engaged") + dropped("cluster-disconnected"); got != 0 {
 		t.Errorf("%v requests of the paused cluster dropped", got)
 	}
 
