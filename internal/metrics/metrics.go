@@ -58,6 +58,11 @@ var (
 		"Health probes of the cluster by result (ok, failed, unauthorized) (series capped and released as multicluster_cluster_healthy).",
 		"cluster", "result")
 
+	// Paused is 1 for a cluster that is paused.
+	Paused = NewGaugeVec("multicluster_cluster_paused",
+		"1 while the cluster is paused: engaged, but its requests held (no series while it is not).",
+		"cluster")
+
 	// ProbeDuration observes health probes.
 	ProbeDuration = register(prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "multicluster_cluster_probe_duration_seconds",

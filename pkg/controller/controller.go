@@ -84,6 +84,7 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 		timeout: options.CacheSyncTimeout,
 		waiting: map[request]time.Time{},
 		parked:  map[multicluster.ClusterName]*parking[request]{},
+		paused:  map[multicluster.ClusterName]map[request]struct{}{},
 		log:     mgr.GetLogger().WithValues("controller", name),
 	}
 	c.syncSeries.Max = metrics.MaxWatchSyncSeries
@@ -110,6 +111,12 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 				return c.hostNotOwned(req), nil
 			}
 			return c.notEngaged(req), nil
+		}
+		if c.fleet != nil && req.Cluster() != "" {
+			if paused, changed := c.fleet.Paused(req.Cluster()); paused {
+				c.holdPaused(req, changed)
+				return reconcile.Result{}, nil
+			}
 		}
 		// The engine holds the cluster's fence until this reconcile returned.
 		held, ok := c.hold(engaged, req.Cluster())
@@ -172,9 +179,10 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 	ctx      context.Context                               // the controller's, set with queue
 
 	waitMu   sync.Mutex
-	waiting  map[request]time.Time                          // requests for joining clusters, since when
-	parked   map[multicluster.ClusterName]*parking[request] // those waiting now, by cluster
-	nWaiting atomic.Int32                                   // len(waiting), read without the lock on every reconcile
+	waiting  map[request]time.Time                             // requests for joining clusters, since when
+	parked   map[multicluster.ClusterName]*parking[request]    // those waiting now, by cluster
+	paused   map[multicluster.ClusterName]map[request]struct{} // requests held while their cluster is paused
+	nWaiting atomic.Int32                                      // len(waiting), read without the lock on every reconcile
 	// joinChecks counts the looks at requests for joining clusters: one when
 	// such a request first comes, and one per wake-up (the cluster changed
 	// state, or engaged with this controller). Tests count it.

@@ -149,6 +149,40 @@ func (c *mcController[request]) wakeLocked(p *parking[request]) {
 	}
 }
 
+// holdPaused keeps req while its cluster is paused: requests are held,
+// deduplicated, not dropped and not reconciled; when the cluster changes
+// (resumed, or its state changed: changed is closed) each is queued again
+// once and looked at anew.
+func (c *mcController[request]) holdPaused(req request, changed <-chan struct{}) {
+	name := req.Cluster()
+	c.waitMu.Lock()
+	defer c.waitMu.Unlock()
+	held := c.paused[name]
+	if held == nil {
+		held = map[request]struct{}{}
+		c.paused[name] = held
+		go c.waitForResume(name, changed)
+	}
+	held[req] = struct{}{}
+}
+
+func (c *mcController[request]) waitForResume(name multicluster.ClusterName, changed <-chan struct{}) {
+	c.mu.RLock()
+	q, stop := c.queue, c.ctx
+	c.mu.RUnlock()
+	select {
+	case <-changed:
+	case <-stop.Done():
+	}
+	c.waitMu.Lock()
+	reqs := c.paused[name]
+	delete(c.paused, name)
+	c.waitMu.Unlock()
+	for req := range reqs {
+		q.Add(req)
+	}
+}
+
 // stopping reports whether the controller is shutting down, which ends
 // every engagement; a reconcile then ends as controller-runtime ends it.
 func (c *mcController[request]) stopping() bool {

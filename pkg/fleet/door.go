@@ -157,7 +157,7 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if rec.member == m && m.owner == ctx {
-			e.removeLocked(rec, "provider-stopped")
+			e.setMemberLocked(rec, nil, "provider-stopped")
 		}
 	})
 	if (rec.cur != nil && rec.cur.member == m && rec.state == StateEngaged) || !e.mayRunLocked(rec, m) {
@@ -174,7 +174,7 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 			// All or nothing: the provider hears of the refusal; the cluster leaves.
 			e.mu.Lock()
 			if rec.member == m {
-				e.removeLocked(rec, "engagement refused")
+				e.setMemberLocked(rec, nil, "engagement refused")
 			}
 			e.mu.Unlock()
 		}

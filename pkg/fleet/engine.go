@@ -41,10 +41,11 @@ type Engine struct {
 	base     context.Context
 	stopBase context.CancelFunc
 	records  recordMap
-	subs     []multicluster.Aware // append-only
-	adopted  uint64               // adopted clusters so far: their members' hashes
-	closing  bool                 // Start is shutting down: no new steps
-	wg       sync.WaitGroup       // steps, cluster runs and callbacks
+	paused   map[multicluster.ClusterName]struct{} // names paused from code (SetPaused)
+	subs     []multicluster.Aware                  // append-only
+	adopted  uint64                                // adopted clusters so far: their members' hashes
+	closing  bool                                  // Start is shutting down: no new steps
+	wg       sync.WaitGroup                        // steps, cluster runs and callbacks
 
 	began   time.Time // when Start began: bounds the wait for Options.Listed
 	overdue sync.Once // logs once that the provider's first listing is late
@@ -55,7 +56,7 @@ type Engine struct {
 // New returns an engine; run it with Start.
 func New(opts Options) *Engine {
 	opts = opts.withDefaults()
-	e := &Engine{opts: opts, log: opts.Logger}
+	e := &Engine{opts: opts, log: opts.Logger, paused: map[multicluster.ClusterName]struct{}{}}
 	e.base, e.stopBase = context.WithCancel(context.Background())
 	e.health.opts, e.health.log = opts, opts.Logger
 	e.health.series.Max = opts.MaxHealthSeries
@@ -100,7 +101,7 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 // publishLocked publishes what readers see of rec.
 func publishLocked(rec *record) {
 	old := rec.view.Load()
-	v := &view{state: rec.state, probe: rec.cur}
+	v := &view{state: rec.state, probe: rec.cur, paused: rec.paused}
 	switch {
 	case rec.engaging != nil:
 		v.in = rec.engaging
@@ -110,7 +111,7 @@ func publishLocked(rec *record) {
 	if v.probe == nil || (v.state != StateEngaged && v.state != StateDisconnected) {
 		v.probe = nil
 	}
-	if old != nil && old.state == v.state {
+	if old != nil && old.state == v.state && old.paused == v.paused {
 		v.changed = old.changed
 	} else {
 		v.changed = make(chan struct{})
@@ -250,9 +251,10 @@ func (e *Engine) Ready(_ *http.Request) error {
 		if rec.settled.Load() {
 			continue
 		}
-		switch v := rec.view.Load(); v.state {
-		case StateGone, "":
-		case StateWanted:
+		switch v := rec.view.Load(); {
+		case v.paused || v.state == StateGone || v.state == "":
+			// Gone, or paused: readiness does not wait for it.
+		case v.state == StateWanted:
 			if e.opts.Admission == nil || e.opts.Admission.Owns(rec.name) {
 				waiting = append(waiting, rec.name)
 			}
@@ -363,6 +365,9 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 	rec.member, rec.cur, rec.engaging, rec.runs, rec.fence = nil, nil, nil, nil, nil
 	e.transitionLocked(rec, StateGone, why)
 	e.health.release(rec)
+	if rec.paused {
+		metrics.Paused.DeleteLabelValues(rec.name)
+	}
 }
 
 // drain waits for the clusters of stop to stop and for their reconciles in

@@ -9,9 +9,11 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -35,6 +37,7 @@ type record struct {
 	waiters []*waiter // Engage calls waiting for their member's engagement
 	gone    bool      // forgotten: no longer in the engine's map
 
+	paused bool               // its requests are held (Engine.SetPaused, Member.Paused)
 	busy   bool               // a goroutine holds the name's turn
 	cancel context.CancelFunc // ends the step in flight (an attempt or a fence's Acquire) once it serves nothing wanted
 
@@ -81,8 +84,28 @@ type view struct {
 	in *instance
 	// probe is the instance the probes ask (engaged or disconnected).
 	probe *instance
-	// changed is closed when a view with another state replaces this one.
+	// paused: controllers hold its requests.
+	paused bool
+	// changed is closed when a view with another state, or another pause,
+	// replaces this one.
 	changed chan struct{}
+}
+
+// setPaused pauses or resumes rec, logging and counting the change; under
+// the engine's lock.
+func (rec *record) setPaused(paused bool, log logr.Logger) {
+	if rec.paused == paused {
+		return
+	}
+	rec.paused = paused
+	if paused {
+		log.Info("Cluster paused: its requests are held until it is resumed", "cluster", rec.name)
+		metrics.Paused.WithLabelValues(rec.name).Set(1)
+	} else {
+		log.Info("Cluster resumed: its held requests are reconciled", "cluster", rec.name)
+		metrics.Paused.DeleteLabelValues(rec.name)
+	}
+	publishLocked(rec)
 }
 
 // fence is this replica's claim on a cluster (sharding).

@@ -180,7 +180,9 @@ func (e *Engine) SetMember(m Member) {
 		// published member replaces it.
 	}
 	if old := rec.member; old != nil && !old.adopted && old.Hash == m.Hash {
-		old.Report, old.Refresh = m.Report, m.Refresh
+		old.Report, old.Refresh, old.Paused = m.Report, m.Refresh, m.Paused
+		_, byName := e.paused[rec.name]
+		rec.setPaused(byName || m.Paused, e.log)
 		return
 	}
 	if m.Cluster != nil {
@@ -189,19 +191,26 @@ func (e *Engine) SetMember(m Member) {
 	e.setMemberLocked(rec, &m, "published by its provider")
 }
 
-// setMemberLocked makes m what rec's provider wants.
+// setMemberLocked makes m what rec's provider wants; nil removes it: it is
+// disengaged and torn down, and the Engage calls waiting for it hear why.
 func (e *Engine) setMemberLocked(rec *record, m *Member, why string) {
 	if old := rec.member; old != nil {
 		old.stopOwner()
-		rec.notifyLocked(old, multicluster.WithCluster(rec.name, errors.New("replaced by another instance")))
+		err := multicluster.WithCluster(rec.name, errors.New("replaced by another instance"))
+		if m == nil {
+			err = multicluster.WithCluster(rec.name, fmt.Errorf("removed while engaging (%s)", why))
+		}
+		rec.notifyLocked(old, err)
 		if rec.cur == nil || rec.cur.member != old {
 			endLife(old)
 		}
 	}
 	rec.member = m
-	if rec.state == "" || rec.state == StateGone {
+	if m != nil && (rec.state == "" || rec.state == StateGone) {
 		e.transitionLocked(rec, StateWanted, why)
 	}
+	_, byName := e.paused[rec.name]
+	rec.setPaused(byName || (m != nil && m.Paused), e.log)
 	rec.supersede()
 	e.kickLocked(rec)
 }
@@ -211,16 +220,37 @@ func (e *Engine) RemoveMember(name multicluster.ClusterName) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if rec, ok := e.records.get(name); ok && rec.member != nil {
-		e.removeLocked(rec, "removed by its provider")
+		e.setMemberLocked(rec, nil, "removed by its provider")
 	}
 }
 
-func (e *Engine) removeLocked(rec *record, why string) {
-	rec.member.stopOwner()
-	rec.notifyLocked(nil, multicluster.WithCluster(rec.name, fmt.Errorf("removed while engaging (%s)", why)))
-	rec.member = nil
-	rec.supersede()
-	e.kickLocked(rec)
+// SetPaused pauses or resumes the cluster of name, from code. A paused
+// cluster stays engaged and its caches keep running (resuming costs no
+// relist); controllers hold its requests, deduplicated, and reconcile each
+// once when it is resumed; GetCluster still answers it; readiness does not
+// wait for it. A cluster is paused while its name is paused here or its
+// provider publishes it paused (Member.Paused). A name not known yet is
+// paused when it is published.
+func (e *Engine) SetPaused(name multicluster.ClusterName, paused bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if paused {
+		e.paused[name] = struct{}{}
+	} else {
+		delete(e.paused, name)
+	}
+	if rec, ok := e.records.get(name); ok && !rec.gone {
+		rec.setPaused(paused || (rec.member != nil && rec.member.Paused), e.log)
+	}
+}
+
+// Paused reports whether name is paused, and returns a channel closed at its
+// next change (of pause or of state, see Changed).
+func (e *Engine) Paused(name multicluster.ClusterName) (paused bool, changed <-chan struct{}) {
+	if v := e.records.view(name); v != nil {
+		return v.paused, v.changed
+	}
+	return false, closedChan
 }
 
 // leaveLocked takes rec off this replica: its instances are torn down,

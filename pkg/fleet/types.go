@@ -57,6 +57,10 @@ type Member struct {
 	// Report, if set, hears of each failed attempt to start or engage the
 	// cluster, and of its engagement (with nil): providers turn it into Events.
 	Report func(err error)
+	// Paused, if set, pauses the cluster (see Engine.SetPaused): providers
+	// set it from their source (an annotation, say). Publishing the same
+	// Hash with another Paused changes the pause only.
+	Paused bool
 	// Refresh, if set, is called when the cluster rejects its credentials (401
 	// or 403 from a probe): the provider re-reads its source and publishes the
 	// member again if its content changed.

@@ -208,8 +208,28 @@ var (
 	_ Manager            = &mcManager{}
 	_ fleet.Publisher    = &mcManager{}
 	_ FleetOwner         = &mcManager{}
+	_ ClusterPauser      = &mcManager{}
 	_ multicluster.Aware = &mcManager{}
 )
+
+// ClusterPauser is implemented by the Multi-Cluster Manager: pause a cluster
+// without removing it ("stop touching cluster X while we repair it"). A
+// paused cluster stays engaged and its caches keep running, so resuming
+// costs no relist; every multi-cluster controller holds its requests,
+// deduplicated, neither dropped nor reconciled, and reconciles each once
+// when it is resumed; GetCluster still answers it (a reconcile of another
+// cluster may read it); readiness does not wait for it. The pause is logged
+// once and shown as multicluster_cluster_paused{cluster}. A pause from code
+// applies on this replica: under sharding, pause from the inventory
+// (fleet.Member.Paused, which providers set from their source) for it to
+// follow the cluster to its next owner. See fleet.Engine.SetPaused.
+type ClusterPauser interface {
+	PauseCluster(name multicluster.ClusterName)
+	ResumeCluster(name multicluster.ClusterName)
+}
+
+func (m *mcManager) PauseCluster(name multicluster.ClusterName)  { m.fleet.SetPaused(name, true) }
+func (m *mcManager) ResumeCluster(name multicluster.ClusterName) { m.fleet.SetPaused(name, false) }
 
 // FleetOwner is implemented by the Multi-Cluster Manager: Fleet returns the
 // engine that owns every cluster's lifecycle, for components that need a
