@@ -19,8 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
@@ -146,31 +144,15 @@ func TestTokenRotationKeepsTheCluster(t *testing.T) {
 	member := newRotationMember(t, 1)
 	kc1, kc2 := member.token(t, "token-1"), member.token(t, "token-2")
 
-	host := testbed.NewClient(t, fleet.Config(0))
-	ns := testbed.Name("rotation-host")
-	testbed.CreateNamespace(t, host, ns)
-	p := kubeconfig.New(kubeconfig.Options{Namespace: ns})
-	tracker := fleettest.NewTracker()
-	mgr, err := mcmanager.New(fleet.Config(0), p, mcmanager.Options{
-		Metrics:    server.Options{BindAddress: "0"},
-		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := p.SetupWithManager(ctx, mgr); err != nil {
-		t.Fatal(err)
-	}
-	if err := mgr.Add(tracker); err != nil {
-		t.Fatal(err)
-	}
 	rec := &fleettest.Recorder{Namespace: member.ns}
-	if err := mcbuilder.ControllerManagedBy(mgr).Named("rotation").
-		For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
-		Complete(rec); err != nil {
-		t.Fatal(err)
-	}
-	fleettest.RunManager(t, mgr)
+	e := startSetUp(t, nil, kubeconfig.Options{}, func(mgr mcmanager.Manager) {
+		if err := mcbuilder.ControllerManagedBy(mgr).Named("rotation").
+			For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
+			Complete(rec); err != nil {
+			t.Fatal(err)
+		}
+	})
+	host, ns, mgr, tracker := e.host, e.ns, e.mgr, e.tracker
 
 	secret := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rotating", Labels: map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"}},
