@@ -60,6 +60,12 @@ import (
 //     annotation missing from the request; Patch and server-side apply do
 //     not.
 func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
+	return newCluster(cfg, nil, opts...)
+}
+
+// newCluster is NewCluster; creds, if not nil, holds the cluster's
+// credentials, which every request reads (see Members).
+func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (cluster.Cluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
 		cfg.QPS = -1
@@ -70,7 +76,7 @@ func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, erro
 	// No compressed responses unless WithResponseCompression asks for
 	// them (see there); the config the cluster keeps says which it has.
 	cfg.DisableCompression = true
-	base, next, err := transportFor(cfg)
+	base, next, err := transportFor(cfg, creds)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +100,7 @@ func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, erro
 	flags := applyOptions(&o, opts)
 	o.Cache = transformFirst(o.Cache, memberTransform(flags))
 	if flags.compression {
-		if err := compress(cfg, &o, bounded); err != nil {
+		if err := compress(cfg, creds, &o, bounded); err != nil {
 			return nil, err
 		}
 	}
@@ -107,6 +113,9 @@ func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, erro
 	}
 	if handle != nil {
 		cl.release = handle.release
+	}
+	if creds != nil {
+		cl.current = &currentConfig{creds: creds}
 	}
 	return cl, nil
 }
@@ -202,6 +211,8 @@ type lightCluster struct {
 	client     client.Client
 	apiReader  func() (client.Reader, error)
 	events     *recorders
+	// current, if set, follows the credentials rotated in place.
+	current *currentConfig
 	// release gives the cluster's share of the shared mapper back when it
 	// stops, rather than when the garbage collector gets to it.
 	release func()
@@ -209,13 +220,21 @@ type lightCluster struct {
 
 var _ cluster.Cluster = &lightCluster{}
 
-func (c *lightCluster) GetConfig() *rest.Config              { return c.config }
 func (c *lightCluster) GetHTTPClient() *http.Client          { return c.httpClient }
 func (c *lightCluster) GetScheme() *runtime.Scheme           { return c.scheme }
 func (c *lightCluster) GetRESTMapper() meta.RESTMapper       { return c.mapper }
 func (c *lightCluster) GetCache() cache.Cache                { return c.cache }
 func (c *lightCluster) GetFieldIndexer() client.FieldIndexer { return c.cache }
 func (c *lightCluster) GetClient() client.Client             { return c.client }
+
+// GetConfig returns the cluster's config, with the credentials its requests
+// carry now.
+func (c *lightCluster) GetConfig() *rest.Config {
+	if c.current != nil {
+		return c.current.get(c.config)
+	}
+	return c.config
+}
 
 // GetAPIReader returns a client that reads from the API server, not the
 // cache, built on the first call.

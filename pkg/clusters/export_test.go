@@ -56,3 +56,12 @@ func EventsStarted(cl any) bool {
 	defer rs.mu.RUnlock()
 	return rs.started
 }
+
+// MemberKey returns what Members published to the engine as name's hash
+// (the endpoint's, see Set), if name is wanted.
+func MemberKey(m *Members, name string) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.hashes[name]
+	return w.key, ok
+}

@@ -41,7 +41,7 @@ type Members struct {
 	ctx     context.Context // the provider's run
 	pub     fleet.Publisher
 	log     logr.Logger
-	hashes  map[multicluster.ClusterName]string
+	hashes  map[multicluster.ClusterName]wanted
 	indexes []index
 	wg      sync.WaitGroup
 }
@@ -54,7 +54,7 @@ func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.ctx, m.log = ctx, log
-	m.hashes = map[multicluster.ClusterName]string{}
+	m.hashes = map[multicluster.ClusterName]wanted{}
 	if pub, ok := aware.(fleet.Publisher); ok {
 		m.pub = pub
 	} else {
@@ -73,7 +73,7 @@ func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.
 		for name := range m.hashes {
 			m.pub.RemoveMember(name)
 		}
-		m.hashes = map[multicluster.ClusterName]string{}
+		m.hashes = map[multicluster.ClusterName]wanted{}
 	})
 }
 
@@ -93,16 +93,24 @@ func (m *Members) Names() []multicluster.ClusterName {
 func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	h, ok := m.hashes[name]
-	return h, ok
+	w, ok := m.hashes[name]
+	return w.hash, ok
 }
 
 // Set wants name to run with cfg, identified by hash; report, if not nil,
-// hears of every failed attempt and, with nil, of the engagement. A new hash
-// builds a new cluster, which replaces the running one once it is engaged.
-// It reports whether name was wanted before (replaced) and whether its hash
-// is new (changed), for the provider's log: an unchanged hash is not
-// published again (the engine, which decides, would ignore it anyway).
+// hears of every failed attempt and, with nil, of the engagement. It
+// reports whether name was wanted before (replaced) and whether a new
+// cluster is built for it (changed), for the provider's log: an unchanged
+// hash is not published again (the engine, which decides, would ignore it
+// anyway).
+//
+// What cfg says is split in two (SplitCredentials): where the cluster is and
+// who the controller is there. A change of where builds a new cluster, which
+// replaces the running one once it is engaged. A change of who only — a
+// rotated token, new basic credentials — is applied to the running cluster in
+// place: its next requests carry the new credentials, its caches and watches
+// keep running, nothing is listed again and no object is reconciled again
+// because of it. Set then logs the rotation and reports changed false.
 //
 // Set and Remove reach the engine in the order they were called (under the
 // members' lock): what the provider decided last for a name is what the
@@ -110,15 +118,34 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) (replaced, changed bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if replaced, changed = m.wantLocked(name, hash); !changed {
-		return replaced, false
+	if m.ctx == nil || m.ctx.Err() != nil {
+		return false, false
 	}
-	member := fleet.Member{Name: name, Hash: hash, Report: report, Build: build{m, rest.CopyConfig(cfg)}.build}
+	where, who := SplitCredentials(cfg)
+	key := "content:" + hash
+	if h, ok := endpointHash(where, who); ok {
+		key = "endpoint:" + h
+	}
+	w, known := m.hashes[name]
+	if known && w.hash == hash {
+		return true, false
+	}
+	rotated := known && w.creds != nil && w.key == key
+	if rotated {
+		w.creds.set(who)
+		m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
+	} else {
+		w = wanted{key: key, creds: newCredentials(who)}
+	}
+	w.hash = hash
+	m.hashes[name] = w
+	// The same key again only updates the engine's Report and Refresh.
+	member := fleet.Member{Name: name, Hash: key, Report: report, Build: build{m, where, w.creds}.build}
 	if m.Refresh != nil {
 		member.Refresh = func() { m.Refresh(name) }
 	}
 	m.pub.SetMember(member)
-	return replaced, true
+	return known, !rotated
 }
 
 // SetCluster wants name to run the pre-built cluster cl: the engine starts it
@@ -129,9 +156,13 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	hash := fmt.Sprintf("%p", cl)
-	if _, changed := m.wantLocked(name, hash); !changed {
+	if m.ctx == nil || m.ctx.Err() != nil {
 		return
 	}
+	if w, known := m.hashes[name]; known && w.hash == hash {
+		return
+	}
+	m.hashes[name] = wanted{hash: hash, key: hash}
 	for _, idx := range m.indexes {
 		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
 			m.log.Error(err, "Failed to index cluster", "cluster", name)
@@ -140,36 +171,33 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 	m.pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
 }
 
-// wantLocked records hash as wanted for name while the members run, and
-// reports whether name was wanted before and whether hash is new for it.
-func (m *Members) wantLocked(name multicluster.ClusterName, hash string) (known, changed bool) {
-	if m.ctx == nil || m.ctx.Err() != nil {
-		return false, false
-	}
-	old, known := m.hashes[name]
-	if known && old == hash {
-		return true, false
-	}
-	m.hashes[name] = hash
-	return known, true
+// wanted is what the provider last published for a name.
+type wanted struct {
+	hash string // the provider's
+	key  string // the engine's: what a new cluster is built for
+	// creds holds the credentials of the clusters built for key; nil for
+	// a pre-built cluster.
+	creds *credentials
 }
 
-// build is a member's Build: it builds from cfg.
+// build is a member's Build: it builds from where, with the credentials
+// creds holds at the time.
 type build struct {
-	m   *Members
-	cfg *rest.Config
+	m     *Members
+	where *rest.Config
+	creds *credentials
 }
 
 // build probes the server, builds the cluster and applies every index
 // registered so far, before the engine starts its cache.
 func (b build) build(ctx context.Context) (cluster.Cluster, error) {
-	m, cfg := b.m, b.cfg
+	m, cfg := b.m, withCredentials(b.where, b.creds.cur.Load().who)
 	if err := probe(ctx, cfg); err != nil {
 		return nil, err
 	}
 	// The manager's options (see ContextWithOptions) come first: the
 	// provider's own are more specific.
-	cl, err := NewCluster(rest.CopyConfig(cfg), append(OptionsFromContext(ctx), m.ClusterOptions...)...)
+	cl, err := newCluster(cfg, b.creds, append(OptionsFromContext(ctx), m.ClusterOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster: %w", err)
 	}

@@ -186,8 +186,13 @@ var uncompressedDefault = sync.OnceValue(func() http.RoundTripper {
 // transport under its wrappers, honouring cfg.DisableCompression where
 // client-go does not: for a config that needs no transport of its own it
 // uses http.DefaultTransport, which compresses.
-func transportFor(cfg *rest.Config) (*http.Client, http.RoundTripper, error) {
+//
+// creds, if not nil, sets every request's credentials (see credentials.wrap).
+func transportFor(cfg *rest.Config, creds *credentials) (*http.Client, http.RoundTripper, error) {
 	c := rest.CopyConfig(cfg)
+	if creds != nil {
+		c.WrapTransport = transport.Wrappers(c.WrapTransport, creds.wrap)
+	}
 	if c.DisableCompression {
 		// First: the config's own wrappers wrap the transport it picked.
 		c.WrapTransport = transport.Wrappers(func(rt http.RoundTripper) http.RoundTripper {
@@ -216,12 +221,12 @@ func transportFor(cfg *rest.Config) (*http.Client, http.RoundTripper, error) {
 // transport under its bounded transport (client-go caches transports by
 // their settings, compression among them, so clusters asking for it share
 // theirs as the others share theirs).
-func compress(cfg *rest.Config, o *cluster.Options, bounded *boundedTransport) error {
+func compress(cfg *rest.Config, creds *credentials, o *cluster.Options, bounded *boundedTransport) error {
 	cfg.DisableCompression = false
 	if o.HTTPClient == nil || o.HTTPClient.Transport != bounded {
 		return nil // another option's HTTP client decides
 	}
-	_, next, err := transportFor(cfg)
+	_, next, err := transportFor(cfg, creds)
 	if err != nil {
 		return err
 	}

@@ -12,8 +12,9 @@
 // for. A Cluster is engaged once Options.IsReady says so (by default when its
 // control plane is initialised) and Options.Predicates accept it, and
 // disengaged when it is deleted or being deleted, stops being ready or
-// selected, or its Secret disappears. A change of the Secret's content alone
-// (credential rotation) re-engages the cluster with the new credentials. A
+// selected, or its Secret disappears. A new token alone in the Secret (the
+// same server and CA) is applied to the running cluster in place; any other
+// change of the Secret's content re-engages the cluster with it. A
 // missing or unusable Secret is reported with a Warning Event on the Cluster
 // and retried with backoff; other Clusters are not affected. Events and logs
 // never carry the Secret's content.

@@ -20,7 +20,10 @@
 //
 //   - a new or changed kubeconfig (compared by a hash of its content) creates
 //     the cluster, or re-creates and re-engages it; a change to the Secret's
-//     metadata alone (annotations, other labels) does nothing;
+//     metadata alone (annotations, other labels) does nothing; a change of
+//     its token or basic credentials alone (same server, CA and proxy) is
+//     applied to the running cluster in place (clusters.Members.Set): no
+//     rebuild, no relist, no reconcile again;
 //   - deleting the Secret or removing the label disengages the cluster;
 //   - a missing key or a malformed kubeconfig is logged and recorded as a
 //     Warning Event on the Secret once per change of the Secret (only a

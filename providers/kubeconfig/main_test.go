@@ -39,6 +39,7 @@ type env struct {
 	host    client.Client
 	tracker *fleettest.Tracker
 	logs    *fleettest.LogBuffer
+	mgr     mcmanager.Manager
 }
 
 // start creates a namespace on the host, and runs a manager with a
@@ -56,6 +57,13 @@ func startAs(t *testing.T, identity func(ns string) *rest.Config) *env {
 
 // startWith is startAs with provider options; their Namespace is the test's.
 func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubeconfig.Options) *env {
+	t.Helper()
+	return startSetUp(t, identity, opts, nil)
+}
+
+// startSetUp is startWith that lets setup, if not nil, add controllers to
+// the manager before it runs.
+func startSetUp(t *testing.T, identity func(ns string) *rest.Config, opts kubeconfig.Options, setup func(mcmanager.Manager)) *env {
 	t.Helper()
 	ctx := context.Background()
 	host, err := client.New(fleet.Config(0), client.Options{})
@@ -88,6 +96,10 @@ func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubecon
 	if err := mgr.Add(e.tracker); err != nil {
 		t.Fatal(err)
 	}
+	if setup != nil {
+		setup(mgr)
+	}
+	e.mgr = mgr
 	t.Cleanup(func() { // after the manager stopped
 		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)

@@ -2,6 +2,7 @@ package kubeconfig_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -38,15 +39,10 @@ func TestOnboardedClusterEngagesWithAServiceAccountToken(t *testing.T) {
 		t.Fatalf("listing Secrets as the registered ServiceAccount: %v, want Forbidden", err)
 	}
 
-	// Registering again rotates the token: the Secret changes and the cluster
-	// is re-created with the new credentials.
+	// Registering again rotates the token: the Secret changes and the
+	// running cluster takes the new token in place (same server, same CA).
 	if _, err := onboard.Cluster(ctx, fleet.Config(2), e.host, opts); err != nil {
 		t.Fatal(err)
-	}
-	e.tracker.WaitDisengaged(t, first["registered"])
-	second := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2})
-	if second["registered"] == first["registered"] {
-		t.Fatal("rotating the token did not re-create the cluster")
 	}
 	secret := &corev1.Secret{}
 	if err := e.host.Get(ctx, clientKey(e.ns, "registered"), secret); err != nil {
@@ -55,6 +51,15 @@ func TestOnboardedClusterEngagesWithAServiceAccountToken(t *testing.T) {
 	token := tokenOf(t, secret.Data[kubeconfig.DefaultKubeconfigSecretKey])
 	if token == "" {
 		t.Fatal("the registered kubeconfig has no token")
+	}
+	fleettest.Eventually(t, 0, func() error {
+		if first["registered"].GetConfig().BearerToken != token {
+			return errors.New("the running cluster does not use the new token")
+		}
+		return nil
+	})
+	if second := fleettest.ExpectEngaged(t, e.tracker, map[multicluster.ClusterName]int{"registered": 2}); second["registered"] != first["registered"] || e.tracker.Count("registered") != 1 {
+		t.Fatal("rotating the token re-created or re-engaged the cluster")
 	}
 	if contains(e.logs.String(), token) {
 		t.Fatal("the ServiceAccount token leaked into the logs")

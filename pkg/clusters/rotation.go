@@ -1,0 +1,241 @@
+package clusters
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/client-go/rest"
+)
+
+// A kubeconfig says two things about a cluster: where it is (the server, the
+// CA that authenticates it, the TLS server name, the proxy in between) and
+// who the controller is there (a bearer token, a client certificate, basic
+// credentials). Short-lived credentials change the second every few minutes
+// to every hour; rebuilding a cluster for that would relist every informer
+// of the member and reconcile every object again. So Members hashes only the
+// where part to decide whether a cluster is rebuilt, and swaps the who part
+// into the running cluster's transport (a credentials holder), which every
+// request reads.
+
+// Credentials is the "who" of a rest.Config: what Members can change in a
+// running cluster without building it again.
+type Credentials struct {
+	BearerToken string
+	// Username and Password: basic credentials.
+	Username, Password string
+	// CertData and KeyData: a client certificate and its key, PEM-encoded.
+	CertData, KeyData []byte
+}
+
+// kind names which credentials are set: a change of kind (a token replaced
+// by a certificate, say) changes how client-go builds the transport, so it
+// rebuilds the cluster.
+func (c Credentials) kind() string {
+	var k []string
+	if c.BearerToken != "" {
+		k = append(k, "token")
+	}
+	if c.Username != "" || c.Password != "" {
+		k = append(k, "basic")
+	}
+	if len(c.CertData) > 0 || len(c.KeyData) > 0 {
+		k = append(k, "cert")
+	}
+	return strings.Join(k, "+")
+}
+
+// SplitCredentials splits cfg into where (a copy of cfg without the
+// credentials of Credentials) and who (those credentials). Everything that
+// decides which endpoint is reached and trusted — Host, APIPath, the CA, the
+// TLS server name, Insecure, the proxy — and every file reference
+// (BearerTokenFile, CertFile, KeyFile: client-go reads those itself), exec
+// plugin or auth-provider stays in where.
+func SplitCredentials(cfg *rest.Config) (where *rest.Config, who Credentials) {
+	where = rest.CopyConfig(cfg)
+	who = Credentials{
+		BearerToken: where.BearerToken, Username: where.Username, Password: where.Password,
+		CertData: where.CertData, KeyData: where.KeyData,
+	}
+	where.BearerToken, where.Username, where.Password = "", "", ""
+	where.CertData, where.KeyData = nil, nil
+	return where, who
+}
+
+// withCredentials returns a copy of where that authenticates with who.
+func withCredentials(where *rest.Config, who Credentials) *rest.Config {
+	c := rest.CopyConfig(where)
+	c.BearerToken, c.Username, c.Password = who.BearerToken, who.Username, who.Password
+	c.CertData, c.KeyData = who.CertData, who.KeyData
+	return c
+}
+
+// endpointHash hashes where and the kind of who: two configs with the same
+// hash reach the same server, trust it the same way and differ at most in
+// the values of their credentials. ok is false when where holds something
+// whose effect cannot be read (a custom transport, dialer or wrapper), or
+// when who holds a client certificate, which the running transport cannot
+// change yet: such a config is identified by its whole content.
+func endpointHash(where *rest.Config, who Credentials) (hash string, ok bool) {
+	if where.Transport != nil || where.WrapTransport != nil || where.Dial != nil ||
+		where.TLSClientConfig.NextProtos != nil || len(who.CertData) > 0 || len(who.KeyData) > 0 {
+		return "", false
+	}
+	h := sha256.New()
+	field := func(parts ...string) {
+		for _, p := range parts {
+			fmt.Fprintf(h, "%d:%s;", len(p), p)
+		}
+	}
+	field(who.kind(), where.Host, where.APIPath, where.ServerName, fmt.Sprint(where.Insecure),
+		string(where.CAData), where.CAFile, where.CertFile, where.KeyFile, where.BearerTokenFile,
+		where.Impersonate.UserName, where.Impersonate.UID, strings.Join(where.Impersonate.Groups, ","),
+		fmt.Sprint(where.Impersonate.Extra), where.UserAgent, fmt.Sprint(where.DisableCompression),
+		fmt.Sprint(where.QPS, where.Burst, where.Timeout), where.ContentType, where.AcceptContentTypes)
+	if gv := where.GroupVersion; gv != nil {
+		field("gv", gv.String())
+	}
+	if e := where.ExecProvider; e != nil {
+		field("exec", fmt.Sprintf("%#v", *e))
+	}
+	if a := where.AuthProvider; a != nil {
+		keys := make([]string, 0, len(a.Config))
+		for k := range a.Config {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		field("auth-provider", a.Name)
+		for _, k := range keys {
+			field(k, a.Config[k])
+		}
+	}
+	if where.Proxy != nil {
+		// The proxy is a function (clientcmd's http.ProxyURL for a
+		// kubeconfig's proxy-url): what it answers for the server is
+		// what it does for this cluster.
+		u, err := url.Parse(where.Host)
+		if err != nil {
+			return "", false
+		}
+		p, err := where.Proxy(&http.Request{URL: u})
+		if err != nil {
+			return "", false
+		}
+		field("proxy", p.String())
+	}
+	return hex.EncodeToString(h.Sum(nil)), true
+}
+
+// credentials holds the credentials of one member for every cluster built
+// for it: each request of those clusters reads them, so that Members can
+// rotate them in place.
+type credentials struct {
+	cur atomic.Pointer[credentialState]
+}
+
+// credentialState is one generation of a member's credentials.
+type credentialState struct {
+	who  Credentials
+	gen  uint64
+	auth string // the Authorization header value, "" for none
+}
+
+func newCredentials(who Credentials) *credentials {
+	c := &credentials{}
+	c.cur.Store(credentialStateOf(who, 1))
+	return c
+}
+
+func credentialStateOf(who Credentials, gen uint64) *credentialState {
+	s := &credentialState{who: who, gen: gen}
+	switch {
+	case who.BearerToken != "":
+		s.auth = "Bearer " + who.BearerToken
+	case who.Username != "" || who.Password != "":
+		s.auth = "Basic " + base64.StdEncoding.EncodeToString([]byte(who.Username+":"+who.Password))
+	}
+	return s
+}
+
+// set makes every request from now on carry who.
+func (c *credentials) set(who Credentials) {
+	for {
+		old := c.cur.Load()
+		if c.cur.CompareAndSwap(old, credentialStateOf(who, old.gen+1)) {
+			return
+		}
+	}
+}
+
+// wrap is the innermost of a cluster's transport wrappers: client-go's own
+// authentication wrappers, outside it, set the credentials the cluster was
+// built with; it replaces them with the current ones.
+func (c *credentials) wrap(rt http.RoundTripper) http.RoundTripper {
+	return &credentialsTransport{creds: c, next: rt}
+}
+
+// credentialsTransport sets a request's Authorization from its holder.
+type credentialsTransport struct {
+	creds *credentials
+	next  http.RoundTripper
+}
+
+var (
+	_ http.RoundTripper           = &credentialsTransport{}
+	_ utilnet.RoundTripperWrapper = &credentialsTransport{}
+)
+
+// WrappedRoundTripper lets connGateFor find the shared transport below.
+func (t *credentialsTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+func (t *credentialsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := t.creds.cur.Load()
+	if s.auth == "" || req.Header.Get("Authorization") == s.auth {
+		return t.next.RoundTrip(req)
+	}
+	// A round tripper must not change the caller's request.
+	r := req.Clone(req.Context())
+	r.Header.Set("Authorization", s.auth)
+	return t.next.RoundTrip(r)
+}
+
+// CloseIdleConnections passes on to the transport below (http.Client calls
+// it through every wrapper that has it).
+func (t *credentialsTransport) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
+// currentConfig keeps a cluster's GetConfig up to date with its holder's
+// credentials, copying the config once per rotation.
+type currentConfig struct {
+	creds *credentials
+	mu    sync.Mutex
+	gen   uint64
+	cfg   *rest.Config
+}
+
+func (c *currentConfig) get(built *rest.Config) *rest.Config {
+	s := c.creds.cur.Load()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cfg == nil || c.gen != s.gen {
+		if s.gen == 1 {
+			c.cfg = built
+		} else {
+			where, _ := SplitCredentials(built)
+			c.cfg = withCredentials(where, s.who)
+		}
+		c.gen = s.gen
+	}
+	return c.cfg
+}

@@ -1,0 +1,82 @@
+package clusters
+
+import (
+	"net/http"
+	"net/url"
+	"testing"
+
+	"k8s.io/client-go/rest"
+)
+
+// Only the values of the credentials may change for a rotation in place:
+// anything that changes which endpoint is reached or trusted, or how the
+// controller authenticates, changes the endpoint's hash.
+func TestEndpointHashSeparatesWhereFromWho(t *testing.T) {
+	base := func() *rest.Config {
+		return &rest.Config{Host: "https://member.example:6443", BearerToken: "one",
+			TLSClientConfig: rest.TLSClientConfig{CAData: []byte("ca")}}
+	}
+	hash := func(cfg *rest.Config) (string, bool) {
+		where, who := SplitCredentials(cfg)
+		if where.BearerToken != "" || where.Username != "" || where.Password != "" || where.CertData != nil || where.KeyData != nil {
+			t.Fatalf("SplitCredentials left credentials in where: %+v", where)
+		}
+		if who.BearerToken != cfg.BearerToken || who.Username != cfg.Username || who.Password != cfg.Password {
+			t.Fatalf("SplitCredentials lost credentials: %+v", who)
+		}
+		return endpointHash(where, who)
+	}
+	want, ok := hash(base())
+	if !ok {
+		t.Fatal("a token config has no endpoint hash")
+	}
+	same := map[string]func(*rest.Config){
+		"another token": func(c *rest.Config) { c.BearerToken = "two" },
+	}
+	for name, change := range same {
+		c := base()
+		change(c)
+		if got, ok := hash(c); !ok || got != want {
+			t.Errorf("%s changed the endpoint hash", name)
+		}
+	}
+	differ := map[string]func(*rest.Config){
+		"another server":          func(c *rest.Config) { c.Host = "https://other.example:6443" },
+		"another CA":              func(c *rest.Config) { c.CAData = []byte("other ca") },
+		"a TLS server name":       func(c *rest.Config) { c.ServerName = "elsewhere" },
+		"insecure":                func(c *rest.Config) { c.Insecure = true },
+		"a proxy":                 func(c *rest.Config) { c.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: "proxy:3128"}) },
+		"basic instead of token":  func(c *rest.Config) { c.BearerToken, c.Username, c.Password = "", "u", "p" },
+		"impersonation":           func(c *rest.Config) { c.Impersonate.UserName = "someone" },
+		"an API path":             func(c *rest.Config) { c.APIPath = "/k8s" },
+		"a token file":            func(c *rest.Config) { c.BearerTokenFile = "/var/run/token" },
+		"no credentials":          func(c *rest.Config) { c.BearerToken = "" },
+		"another proxy (via URL)": func(c *rest.Config) { c.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: "other:3128"}) },
+	}
+	seen := map[string]string{want: "the base"}
+	for name, change := range differ {
+		c := base()
+		change(c)
+		got, ok := hash(c)
+		if !ok {
+			t.Errorf("%s: no endpoint hash", name)
+			continue
+		}
+		if other, dup := seen[got]; dup {
+			t.Errorf("%s has the endpoint hash of %s", name, other)
+		}
+		seen[got] = name
+	}
+	// What cannot be swapped in place or read identifies a config by its
+	// whole content: it is rebuilt on every change.
+	for name, change := range map[string]func(*rest.Config){
+		"a client certificate": func(c *rest.Config) { c.BearerToken, c.CertData, c.KeyData = "", []byte("cert"), []byte("key") },
+		"a custom wrapper":     func(c *rest.Config) { c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return rt } },
+	} {
+		c := base()
+		change(c)
+		if _, ok := hash(c); ok {
+			t.Errorf("%s: an endpoint hash, want none", name)
+		}
+	}
+}

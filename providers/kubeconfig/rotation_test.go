@@ -1,0 +1,204 @@
+package kubeconfig_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
+	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
+	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
+	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
+)
+
+// rotationMember prepares member m for a rotation test: a namespace, a
+// ServiceAccount that may read ConfigMaps everywhere, and one Secret per
+// token, to which the token is bound: deleting the Secret invalidates it.
+type rotationMember struct {
+	m     int
+	ns    string
+	admin client.Client
+}
+
+func newRotationMember(t *testing.T, m int) *rotationMember {
+	t.Helper()
+	ctx := context.Background()
+	r := &rotationMember{m: m, ns: testbed.Name("rotation"), admin: testbed.NewClient(t, fleet.Config(m))}
+	testbed.CreateNamespace(t, r.admin, r.ns)
+	for _, obj := range []client.Object{
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "rotator"}},
+		&rbacv1.ClusterRole{
+			ObjectMeta: metav1.ObjectMeta{Name: r.ns},
+			Rules:      []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"configmaps"}, Verbs: []string{"get", "list", "watch"}}},
+		},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: r.ns},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: r.ns},
+			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: r.ns, Name: "rotator"}},
+		},
+	} {
+		if err := r.admin.Create(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.admin.Delete(context.Background(), obj) })
+	}
+	return r
+}
+
+// token mints a token of the ServiceAccount bound to a new Secret named
+// holder, and returns a kubeconfig of the member that uses it.
+func (r *rotationMember) token(t *testing.T, holder string) []byte {
+	t.Helper()
+	ctx := context.Background()
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: holder}}
+	if err := r.admin.Create(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
+		ExpirationSeconds: ptr.To(int64(3600)),
+		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Secret", Name: holder, UID: s.UID},
+	}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "rotator"}}
+	if err := r.admin.SubResource("token").Create(ctx, sa, req); err != nil {
+		t.Fatal(err)
+	}
+	full := fleet.Config(r.m)
+	kc, err := fleettest.KubeconfigFor(&rest.Config{Host: full.Host, BearerToken: req.Status.Token,
+		TLSClientConfig: rest.TLSClientConfig{CAData: full.CAData}}, "member-"+strconv.Itoa(r.m))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return kc
+}
+
+// invalidate deletes the Secret the token of holder is bound to, and waits
+// until the member refuses that token.
+func (r *rotationMember) invalidate(t *testing.T, holder string, kc []byte) {
+	t.Helper()
+	if err := r.admin.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: holder}}); err != nil {
+		t.Fatal(err)
+	}
+	full := fleet.Config(r.m)
+	cfg := &rest.Config{Host: full.Host, BearerToken: tokenOf(t, kc), TLSClientConfig: rest.TLSClientConfig{CAData: full.CAData}}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		// A GET: the test counts the LISTs the member answers.
+		if _, err := cs.CoreV1().ConfigMaps(r.ns).Get(context.Background(), "none", metav1.GetOptions{}); !apierrors.IsUnauthorized(err) {
+			return fmt.Errorf("the token bound to %s is still accepted (%v)", holder, err)
+		}
+		return nil
+	})
+}
+
+// listsOfConfigMaps returns how often the member's API server answered a
+// LIST of ConfigMaps, or a watch-list (client-go's informers list by
+// streaming a watch), read from its own metrics.
+func (r *rotationMember) listsOfConfigMaps(t *testing.T) float64 {
+	t.Helper()
+	raw, err := kubernetes.NewForConfigOrDie(fleet.Config(r.m)).RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total float64
+	sc := bufio.NewScanner(bytes.NewReader(raw))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		list := strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `verb="LIST"`)
+		watchList := strings.HasPrefix(line, "apiserver_watch_list_duration_seconds_count{")
+		if (!list && !watchList) || !strings.Contains(line, `resource="configmaps"`) {
+			continue
+		}
+		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
+		if err != nil {
+			t.Fatalf("metrics line %q: %v", line, err)
+		}
+		total += v
+	}
+	return total
+}
+
+// A Secret whose token is rotated (same server, same CA, a new token; the old
+// one then invalidated) keeps its cluster: the member is not listed again, no
+// object is reconciled again, the cluster never leaves engaged, and objects
+// created afterwards are reconciled with the new token.
+func TestTokenRotationKeepsTheCluster(t *testing.T) {
+	ctx := context.Background()
+	member := newRotationMember(t, 1)
+	kc1, kc2 := member.token(t, "token-1"), member.token(t, "token-2")
+
+	rec := &fleettest.Recorder{Namespace: member.ns}
+	e := startSetUp(t, nil, kubeconfig.Options{}, func(mgr mcmanager.Manager) {
+		if err := mcbuilder.ControllerManagedBy(mgr).Named("rotation").
+			For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
+			Complete(rec); err != nil {
+			t.Fatal(err)
+		}
+	})
+	host, ns, mgr, tracker := e.host, e.ns, e.mgr, e.tracker
+
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "rotating", Labels: map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"}},
+		Data:       map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: kc1},
+	}
+	if err := host.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	testbed.CreateConfigMap(t, member.admin, member.ns, "before", nil)
+	rec.WaitFor(t, 1, "rotating", member.ns, "before")
+	engine := mgr.(mcmanager.FleetOwner).Fleet()
+	lists := member.listsOfConfigMaps(t)
+
+	// Rotate: the Secret now holds token 2; token 1 is then invalidated.
+	secret.Data[kubeconfig.DefaultKubeconfigSecretKey] = kc2
+	if err := host.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		cl, err := mgr.GetCluster(ctx, "rotating")
+		if err != nil {
+			return err
+		}
+		if cl.GetConfig().BearerToken != tokenOf(t, kc2) {
+			return fmt.Errorf("the cluster does not use token 2 yet")
+		}
+		return nil
+	})
+	member.invalidate(t, "token-1", kc1)
+
+	testbed.CreateConfigMap(t, member.admin, member.ns, "after", nil)
+	rec.WaitFor(t, 1, "rotating", member.ns, "after")
+
+	if got := member.listsOfConfigMaps(t); got != lists {
+		t.Errorf("the member's API server answered %v LISTs of ConfigMaps (or watch-lists) after the rotation, want none", got-lists)
+	}
+	if n := rec.Count("rotating", member.ns, "before"); n != 1 {
+		t.Errorf("an unchanged ConfigMap was reconciled %d times, want once", n)
+	}
+	if n := tracker.Count("rotating"); n != 1 {
+		t.Errorf("the cluster was engaged %d times, want once (it left engaged)", n)
+	}
+	if s, _ := engine.State("rotating"); s != mcfleet.StateEngaged {
+		t.Errorf("the cluster is %s, want engaged", s)
+	}
+	if err := host.Delete(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+}
