@@ -22,6 +22,7 @@ type options struct {
 	listingTimeout   time.Duration
 	sharding         func(manager.Manager) (fleet.Admission, error)
 	clusterOptions   func(multicluster.ClusterName) []cluster.Option
+	statusPath       *string // nil: status.DefaultPath (statusendpoint.go)
 }
 
 // HealthOptions configure the probes of engaged clusters: every engaged
