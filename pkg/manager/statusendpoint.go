@@ -3,6 +3,8 @@ package manager
 import (
 	"fmt"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/status"
 )
 
@@ -37,3 +39,6 @@ func (m *mcManager) serveStatus(path *string) error {
 	}
 	return nil
 }
+
+// The status endpoint names each cluster's owner under sharding.
+var _ fleet.OwnerReporter = &sharding.Coordinator{}

@@ -31,8 +31,14 @@ func (syncedCache) WaitForCacheSync(context.Context) bool { return true }
 // cluster-00000 on: one in 50 cannot be built (disconnected, with a last
 // error), one in 100 is paused, the others are engaged.
 func fakeFleet(tb testing.TB, n int) *fleet.Engine {
+	return fakeFleetWith(tb, n, nil)
+}
+
+// fakeFleetWith is fakeFleet under an admission: the members it does not
+// own wait (wanted).
+func fakeFleetWith(tb testing.TB, n int, adm fleet.Admission) *fleet.Engine {
 	tb.Helper()
-	e := fleet.New(fleet.Options{Health: fleet.HealthOptions{Disabled: true}, MinBackoff: time.Hour, MaxBackoff: time.Hour})
+	e := fleet.New(fleet.Options{Health: fleet.HealthOptions{Disabled: true}, MinBackoff: time.Hour, MaxBackoff: time.Hour, Admission: adm})
 	for i := range n {
 		m := fleet.Member{Name: fmt.Sprintf("cluster-%05d", i), Hash: "1", Paused: i%100 == 1}
 		if i%50 == 7 {
@@ -57,7 +63,7 @@ func fakeFleet(tb testing.TB, n int) *fleet.Engine {
 	for {
 		settled := 0
 		for _, s := range e.Clusters() {
-			if s.State == fleet.StateEngaged || s.State == fleet.StateDisconnected {
+			if s.State == fleet.StateEngaged || s.State == fleet.StateDisconnected || (adm != nil && !adm.Owns(s.Name)) {
 				settled++
 			}
 		}
@@ -70,3 +76,27 @@ func fakeFleet(tb testing.TB, n int) *fleet.Engine {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// replicas is a sharding admission of two replicas, "replica-a" and
+// "replica-b", that names the owner of each cluster (fleet.OwnerReporter, as
+// the sharding coordinator does): this replica is replica-a, and owns the
+// clusters whose number is even.
+type replicas struct{}
+
+func (replicas) Owner(name string) string {
+	if n := name[len(name)-1]; (n-'0')%2 == 0 {
+		return "replica-a"
+	}
+	return "replica-b"
+}
+func (r replicas) Owns(name string) bool  { return r.Owner(name) == "replica-a" }
+func (replicas) Changed() <-chan struct{} { return nil }
+func (replicas) Acquire(context.Context, string) (context.Context, func(), error) {
+	fenced, release := context.WithCancel(context.Background())
+	return fenced, release, nil
+}
+
+var (
+	_ fleet.Admission     = replicas{}
+	_ fleet.OwnerReporter = replicas{}
+)

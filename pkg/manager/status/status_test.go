@@ -167,6 +167,36 @@ func TestWalkWhileTheFleetChanges(t *testing.T) {
 	}
 }
 
+// Under sharding, each cluster says whether this replica owns it, and
+// which replica does.
+func TestOwnerUnderSharding(t *testing.T) {
+	e := fakeFleetWith(t, 10, replicas{})
+	rec := httptest.NewRecorder()
+	h := status.NewHandler(e, status.Options{})
+	doc := get(t, h, "")
+	if len(doc.Clusters) != 10 {
+		t.Fatalf("%d clusters listed, want 10", len(doc.Clusters))
+	}
+	for i, c := range doc.Clusters {
+		here := i%2 == 0
+		want, state := "replica-b", "wanted"
+		if here {
+			want, state = "replica-a", "engaged"
+		}
+		if c.OwnedHere != here || c.Owner != want || c.State != state {
+			t.Errorf("%s: owned here %t by %q, %s; want %t by %q, %s", c.Name, c.OwnedHere, c.Owner, c.State, here, want, state)
+		}
+	}
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/clusters?format=text&limit=2", nil))
+	lines := strings.Split(rec.Body.String(), "\n")
+	if f := strings.Fields(lines[1]); f[0] != "cluster-00000" || f[4] != "replica-a" {
+		t.Errorf("text form: %q", lines[1])
+	}
+	if f := strings.Fields(lines[2]); f[0] != "cluster-00001" || f[1] != "wanted" || f[4] != "replica-b" {
+		t.Errorf("text form: %q", lines[2])
+	}
+}
+
 func TestBadQueries(t *testing.T) {
 	h := status.NewHandler(fleet.New(fleet.Options{}), status.Options{DefaultLimit: 10, MaxLimit: 100})
 	for query, want := range map[string]string{
