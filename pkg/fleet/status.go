@@ -12,14 +12,20 @@ import (
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// Status is one cluster as this replica sees it, for listings (List, and
-// the manager's status endpoint). Everything in it is read without the
-// engine's lock: from the record's view and the notes the probes and the
-// attempts leave (statusNote), each read atomically, so that a listing of
-// 10,000 clusters never waits for, nor holds up, the engine.
+// Status is one cluster's state, for listings (Clusters).
 type Status struct {
 	Name  multicluster.ClusterName
 	State State
+}
+
+// ClusterStatus is one cluster as this replica sees it, for listings that
+// show more than its state (List, and the manager's status endpoint).
+// Everything in it is read without the engine's lock: from the record's
+// view and the notes the probes and the attempts leave (statusNote), each
+// read atomically, so that a listing of 10,000 clusters never waits for,
+// nor holds up, the engine.
+type ClusterStatus struct {
+	Status
 	// Since is when the cluster entered State on this replica.
 	Since time.Time
 	// Paused: its requests are held (Engine.SetPaused, Member.Paused).
@@ -73,7 +79,7 @@ type ListOptions struct {
 // tells whether names after the page's last are selected too. It takes no
 // lock of the engine's: it reads every record's view, so a page costs a
 // pass over the records and a sort of the names selected after After.
-func (e *Engine) List(opts ListOptions) (page []Status, total int, more bool) {
+func (e *Engine) List(opts ListOptions) (page []ClusterStatus, total int, more bool) {
 	cands := listScratch.Get().(*[]listed)
 	defer func() {
 		clear(*cands) // no record outlives the listing here
@@ -99,7 +105,7 @@ func (e *Engine) List(opts ListOptions) (page []Status, total int, more bool) {
 	} else {
 		slices.SortFunc(sel, byName)
 	}
-	page = make([]Status, len(sel))
+	page = make([]ClusterStatus, len(sel))
 	owner, _ := e.opts.Admission.(OwnerReporter)
 	for i, c := range sel {
 		page[i] = e.status(c.rec, c.v, owner)
@@ -157,8 +163,8 @@ func partition(c []listed, lo, hi int) int {
 }
 
 // status reads rec's status from v and its notes.
-func (e *Engine) status(rec *record, v *view, owner OwnerReporter) Status {
-	s := Status{Name: rec.name, State: v.state, Since: v.since, Paused: v.paused, Owned: true}
+func (e *Engine) status(rec *record, v *view, owner OwnerReporter) ClusterStatus {
+	s := ClusterStatus{Status: Status{Name: rec.name, State: v.state}, Since: v.since, Paused: v.paused, Owned: true}
 	if adm := e.opts.Admission; adm != nil {
 		s.Owned = adm.Owns(rec.name)
 	}
@@ -179,8 +185,8 @@ func (e *Engine) status(rec *record, v *view, owner OwnerReporter) Status {
 	return s
 }
 
-// Clusters lists every known cluster and its state, sorted by name: Name
-// and State only (see List for the rest).
+// Clusters lists every known cluster and its state, sorted by name (see
+// List for the rest).
 func (e *Engine) Clusters() []Status {
 	out := make([]Status, 0, e.records.len())
 	for rec := range e.records.all() {

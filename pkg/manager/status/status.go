@@ -25,7 +25,7 @@ const (
 
 // Lister lists the clusters of a fleet; *fleet.Engine is one.
 type Lister interface {
-	List(opts fleet.ListOptions) (page []fleet.Status, total int, more bool)
+	List(opts fleet.ListOptions) (page []fleet.ClusterStatus, total int, more bool)
 }
 
 var _ Lister = &fleet.Engine{}
@@ -222,7 +222,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(buf.Bytes())
 }
 
-func fromStatus(s fleet.Status) Cluster {
+func fromStatus(s fleet.ClusterStatus) Cluster {
 	c := Cluster{
 		Name: s.Name, State: string(s.State), Since: timeOrNil(s.Since),
 		Paused: s.Paused, OwnedHere: s.Owned, Owner: s.Owner,
