@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 )
@@ -269,7 +270,7 @@ func writeText(buf *bytes.Buffer, doc List, next string, now time.Time) {
 		if c.LastError != "" {
 			lastErr = oneLine(c.LastError)
 			if len(lastErr) > maxErrorText {
-				lastErr = lastErr[:maxErrorText] + "..."
+				lastErr = strings.ToValidUTF8(lastErr[:maxErrorText], "") + "..."
 			}
 			if c.LastErrorTime != nil {
 				lastErr = age(now, *c.LastErrorTime) + " ago: " + lastErr
@@ -290,11 +291,12 @@ func writeText(buf *bytes.Buffer, doc List, next string, now time.Time) {
 	buf.WriteByte('\n')
 }
 
-// oneLine keeps a text on one line and in its column: anything read from a
-// cluster may hold tabs and newlines.
+// oneLine keeps a text on one line and in its column, and a terminal's
+// escape sequences out of it: names and errors come from the inventory and
+// the clusters, and may hold tabs, newlines or escapes.
 func oneLine(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r == '\t' || r == '\n' || r == '\r' {
+		if unicode.IsControl(r) {
 			return ' '
 		}
 		return r

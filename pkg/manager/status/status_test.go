@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
+	"unicode/utf8"
 
 	"go.uber.org/goleak"
 
@@ -218,5 +220,34 @@ func TestBadQueries(t *testing.T) {
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodDelete, "/clusters", nil))
 	if rec.Code != http.StatusMethodNotAllowed || rec.Header().Get("Allow") != "GET, HEAD" {
 		t.Errorf("DELETE: %d, Allow %q", rec.Code, rec.Header().Get("Allow"))
+	}
+}
+
+// lister lists fixed statuses: the text form's unit test.
+type lister []fleet.ClusterStatus
+
+func (l lister) List(fleet.ListOptions) ([]fleet.ClusterStatus, int, bool) { return l, len(l), false }
+
+// Names and errors come from the inventory and the clusters: the text form
+// keeps each cluster on one line, without a terminal's escapes, and cuts
+// long errors on a character's boundary.
+func TestTextFormKeepsOneLinePerCluster(t *testing.T) {
+	long := strings.Repeat("é", 200)
+	h := status.NewHandler(lister{
+		{Status: fleet.Status{Name: "evil\x1b[2J\nname", State: fleet.StateEngaged}},
+		{Status: fleet.Status{Name: "b", State: fleet.StateDisconnected}, LastError: "first line\nsecond\tline " + long, LastErrorAt: time.Now()},
+	}, status.Options{})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/clusters?format=text", nil))
+	text := rec.Body.String()
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if len(lines) != 4 || strings.ContainsRune(text, '\x1b') || !utf8.ValidString(text) {
+		t.Fatalf("text form:\n%q", text)
+	}
+	if !strings.HasPrefix(lines[1], "evil [2J name ") || !strings.Contains(lines[2], "first line second line é") || !strings.HasSuffix(lines[2], "é...") {
+		t.Errorf("text form:\n%s", text)
+	}
+	if rec.Header().Get("Content-Type") != "text/plain; charset=utf-8" || rec.Header().Get("X-Content-Type-Options") != "nosniff" {
+		t.Errorf("headers: %v", rec.Header())
 	}
 }
