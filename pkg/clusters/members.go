@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,21 +122,23 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	if m.ctx == nil || m.ctx.Err() != nil {
 		return false, false
 	}
-	where, who := SplitCredentials(cfg)
-	key := "content:" + hash
-	if h, ok := endpointHash(where, who); ok {
-		key = "endpoint:" + h
-	}
 	w, known := m.hashes[name]
 	if known && w.hash == hash {
 		return true, false
+	}
+	where, who := SplitCredentials(cfg)
+	key := "content:" + hash
+	if h, ok := endpointHash(where, who); ok && validCertificate(who) {
+		key = "endpoint:" + h
 	}
 	rotated := known && w.creds != nil && w.key == key
 	if rotated {
 		w.creds.set(who)
 		m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
 	} else {
-		w = wanted{key: key, creds: newCredentials(who)}
+		// A certificate that does not parse is left to client-go,
+		// whose error the build reports.
+		w = wanted{key: key, creds: newCredentials(who, who.hasCert() && strings.HasPrefix(key, "endpoint:"))}
 	}
 	w.hash = hash
 	m.hashes[name] = w
