@@ -63,5 +63,5 @@ func MemberKey(m *Members, name string) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w, ok := m.hashes[name]
-	return w.key, ok
+	return w.published, ok
 }

@@ -108,10 +108,14 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 // What cfg says is split in two (SplitCredentials): where the cluster is and
 // who the controller is there. A change of where builds a new cluster, which
 // replaces the running one once it is engaged. A change of who only — a
-// rotated token, new basic credentials — is applied to the running cluster in
-// place: its next requests carry the new credentials, its caches and watches
-// keep running, nothing is listed again and no object is reconciled again
-// because of it. Set then logs the rotation and reports changed false.
+// rotated token, new basic credentials, a new client certificate — is
+// applied to the running cluster in place: its next requests carry the new
+// credentials, its caches and watches keep running, nothing is listed again
+// and no object is reconciled again because of it. Set then logs the rotation
+// and reports changed false. With no cluster running on these credentials
+// (an attempt refused with the old ones waits out its backoff, the server was
+// unreachable), Set publishes a new hash instead: the engine starts a new
+// attempt with the new credentials at once.
 //
 // Set and Remove reach the engine in the order they were called (under the
 // members' lock): what the provider decided last for a name is what the
@@ -134,16 +138,26 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	rotated := known && w.creds != nil && w.key == key
 	if rotated {
 		w.creds.set(who)
-		m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
+		if cl, running := m.pub.Lookup(name); running && rotatesWith(cl, w.creds) {
+			m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
+		} else {
+			// Nothing runs to rotate into: an attempt in flight or
+			// waiting out its backoff (refused credentials, an
+			// unreachable server) would try the new credentials only
+			// at its next turn. A new hash starts one now.
+			w.published = fmt.Sprintf("%s@%d", key, w.creds.cur.Load().gen)
+			m.log.Info("New credentials for a cluster that is not running: a new attempt starts with them now", "cluster", name)
+			rotated = false
+		}
 	} else {
 		// A certificate that does not parse is left to client-go,
 		// whose error the build reports.
-		w = wanted{key: key, creds: newCredentials(who, who.hasCert() && strings.HasPrefix(key, "endpoint:"))}
+		w = wanted{key: key, published: key, creds: newCredentials(who, who.hasCert() && strings.HasPrefix(key, "endpoint:"))}
 	}
 	w.hash = hash
 	m.hashes[name] = w
 	// The same key again only updates the engine's Report and Refresh.
-	member := fleet.Member{Name: name, Hash: key, Report: report, Build: build{m, where, w.creds}.build}
+	member := fleet.Member{Name: name, Hash: w.published, Report: report, Build: build{m, where, w.creds}.build}
 	if m.Refresh != nil {
 		member.Refresh = func() { m.Refresh(name) }
 	}
@@ -165,7 +179,7 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 	if w, known := m.hashes[name]; known && w.hash == hash {
 		return
 	}
-	m.hashes[name] = wanted{hash: hash, key: hash}
+	m.hashes[name] = wanted{hash: hash, key: hash, published: hash}
 	for _, idx := range m.indexes {
 		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
 			m.log.Error(err, "Failed to index cluster", "cluster", name)
@@ -177,7 +191,10 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 // wanted is what the provider last published for a name.
 type wanted struct {
 	hash string // the provider's
-	key  string // the engine's: what a new cluster is built for
+	key  string // the endpoint's: what a new cluster is built for
+	// published is the engine's: key, or key and a generation of creds
+	// for a new attempt with credentials rotated while nothing ran.
+	published string
 	// creds holds the credentials of the clusters built for key; nil for
 	// a pre-built cluster.
 	creds *credentials

@@ -16,6 +16,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // A kubeconfig says two things about a cluster: where it is (the server, the
@@ -259,6 +260,13 @@ func (t *credentialsTransport) CloseIdleConnections() {
 	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// rotatesWith reports whether cl is a cluster whose requests read creds: a
+// rotation of creds reaches it.
+func rotatesWith(cl cluster.Cluster, creds *credentials) bool {
+	lc, ok := cl.(*lightCluster)
+	return ok && lc.current != nil && lc.current.creds == creds
 }
 
 // currentConfig keeps a cluster's GetConfig up to date with its holder's
