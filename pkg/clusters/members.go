@@ -71,7 +71,8 @@ func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.
 	context.AfterFunc(ctx, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		for name := range m.hashes {
+		for name, w := range m.hashes {
+			w.expiry.stop()
 			m.pub.RemoveMember(name)
 		}
 		m.hashes = map[multicluster.ClusterName]wanted{}
@@ -99,7 +100,10 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 }
 
 // Set wants name to run with cfg, identified by hash; report, if not nil,
-// hears of every failed attempt and, with nil, of the engagement. It
+// hears of every failed attempt and, with nil, of the engagement, and of a
+// bearer token about to expire while its source gave no other (an
+// *ExpiringCredentialsError, see ExpiryWarningShare; without report, it is
+// logged). It
 // reports whether name was wanted before (replaced) and whether a new
 // cluster is built for it (changed), for the provider's log: an unchanged
 // hash is not published again (the engine, which decides, would ignore it
@@ -135,6 +139,7 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	if h, ok := endpointHash(where, who); ok && validCertificate(who) {
 		key = "endpoint:" + h
 	}
+	expiry := w.expiry
 	rotated := known && w.creds != nil && w.key == key
 	if rotated {
 		w.creds.set(who)
@@ -155,6 +160,7 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 		w = wanted{key: key, published: key, creds: newCredentials(who, who.hasCert() && strings.HasPrefix(key, "endpoint:"))}
 	}
 	w.hash = hash
+	w.expiry = m.watchExpiry(name, who.BearerToken, report, expiry)
 	m.hashes[name] = w
 	// The same key again only updates the engine's Report and Refresh.
 	member := fleet.Member{Name: name, Hash: w.published, Report: report, Build: build{m, where, w.creds}.build}
@@ -198,6 +204,8 @@ type wanted struct {
 	// creds holds the credentials of the clusters built for key; nil for
 	// a pre-built cluster.
 	creds *credentials
+	// expiry warns of the expiry of the bearer token; nil for none.
+	expiry *expiryWatch
 }
 
 // build is a member's Build: it builds from where, with the credentials
@@ -237,7 +245,8 @@ func (b build) build(ctx context.Context) (cluster.Cluster, error) {
 func (m *Members) Remove(name multicluster.ClusterName) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.hashes[name]
+	w, ok := m.hashes[name]
+	w.expiry.stop()
 	delete(m.hashes, name)
 	if ok {
 		m.pub.RemoveMember(name)
