@@ -1,26 +1,21 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
@@ -136,14 +131,12 @@ type rotationFleet struct {
 	tokens    [2]string
 	turn      int // index of the token the clusters hold
 	userAgent int // bumped by every rebuild
-	metrics   *kubernetes.Clientset
 	stop      func()
 }
 
 func newRotationFleet(b *testing.B, n int, ns string) *rotationFleet {
 	f := &rotationFleet{n: n, counter: &fleetCounter{}, tracker: fleettest.NewTracker()}
 	f.tokens[0], f.tokens[1] = serviceAccountToken(b, ns), serviceAccountToken(b, ns)
-	f.metrics = kubernetes.NewForConfigOrDie(config())
 	f.p = newMembersProvider(func(m *pkgclusters.Members) { m.ClusterOptions = append(m.ClusterOptions, inNamespace(ns)) })
 	mgr := newManager(b, f.p)
 	if err := mcbuilder.ControllerManagedBy(mgr).Named(fmt.Sprintf("rotation-%d", nsCounter.Add(1))).For(&corev1.ConfigMap{}).
@@ -239,31 +232,11 @@ func (f *rotationFleet) engagements() int {
 // lists returns the LISTs and watch-lists of ConfigMaps the API server
 // answered so far, from its metrics.
 func (f *rotationFleet) lists(b *testing.B) float64 {
-	raw, err := f.metrics.RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total float64
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		list := strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `verb="LIST"`)
-		watchList := strings.HasPrefix(line, "apiserver_watch_list_duration_seconds_count{")
-		if (!list && !watchList) || !strings.Contains(line, `resource="configmaps"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			b.Fatalf("metrics line %q: %v", line, err)
-		}
-		total += v
-	}
-	return total
+	return testbed.ListsServed(b, config(), "configmaps")
 }
 
 // serviceAccountToken returns a token of a ServiceAccount that may read
-// ConfigMaps (an hour long).
+// ConfigMaps (an hour long, bound to a Secret of its own).
 func serviceAccountToken(b *testing.B, ns string) string {
 	ctx := context.Background()
 	c, err := client.New(config(), client.Options{})
@@ -290,9 +263,5 @@ func serviceAccountToken(b *testing.B, ns string) string {
 			}
 		}
 	}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To(int64(3600))}}
-	if err := c.SubResource("token").Create(ctx, sa, req); err != nil {
-		b.Fatal(err)
-	}
-	return req.Status.Token
+	return testbed.BoundToken(b, c, ns, "rotation", fmt.Sprintf("rotation-token-%d", nsCounter.Add(1)))
 }

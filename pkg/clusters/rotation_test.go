@@ -9,11 +9,9 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
@@ -51,21 +49,9 @@ func (tk *tokens) config(t *testing.T) (*rest.Config, string) {
 	tk.n++
 	holder := fmt.Sprintf("token-%d", tk.n)
 	tk.mu.Unlock()
-	ctx := context.Background()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: tk.ns, Name: holder}}
-	if err := tk.admin.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: ptr.To(int64(3600)),
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Secret", Name: holder, UID: s.UID},
-	}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: tk.ns, Name: "member"}}
-	if err := tk.admin.SubResource("token").Create(ctx, sa, req); err != nil {
-		t.Fatal(err)
-	}
+	token := testbed.BoundToken(t, tk.admin, tk.ns, "member", holder)
 	full := fleet.Config(tk.m)
-	return &rest.Config{Host: full.Host, BearerToken: req.Status.Token, TLSClientConfig: rest.TLSClientConfig{CAData: full.CAData}}, holder
+	return &rest.Config{Host: full.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: full.CAData}}, holder
 }
 
 // invalidate deletes the Secret holder, which invalidates its token.
