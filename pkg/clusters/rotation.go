@@ -211,6 +211,9 @@ func (c *credentials) wrapperFor(cfg *rest.Config) transport.WrapperFunc {
 		t := &credentialsTransport{creds: c, next: rt}
 		if c.certs {
 			t.certs = newCertTransport(cfg)
+			// Made now, so that connGateFor finds it (an error is the
+			// first request's).
+			_, _ = t.certs.forState(c.cur.Load())
 		}
 		return t
 	}
@@ -229,8 +232,16 @@ var (
 	_ utilnet.RoundTripperWrapper = &credentialsTransport{}
 )
 
-// WrappedRoundTripper lets connGateFor find the shared transport below.
-func (t *credentialsTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+// WrappedRoundTripper lets connGateFor find the shared transport below: the
+// current certificate's, for a cluster whose certificate rotates in place.
+func (t *credentialsTransport) WrappedRoundTripper() http.RoundTripper {
+	if t.certs != nil {
+		if g := t.certs.cur.Load(); g != nil {
+			return g.rt
+		}
+	}
+	return t.next
+}
 
 func (t *credentialsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := t.creds.cur.Load()
