@@ -63,5 +63,20 @@ func MemberKey(m *Members, name string) (string, bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w, ok := m.hashes[name]
-	return w.key, ok
+	return w.published, ok
 }
+
+// ExpiryWarningOf returns when Members warns of the expiry of name's token,
+// if it will.
+func ExpiryWarningOf(m *Members, name string) (time.Time, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w := m.hashes[name].expiry
+	if w == nil {
+		return time.Time{}, false
+	}
+	return w.at, true
+}
+
+// UnsignedJWT returns an unsigned JWT whose payload is claims (JSON).
+func UnsignedJWT(claims string) string { return jwt(claims) }

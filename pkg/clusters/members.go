@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -70,7 +71,8 @@ func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.
 	context.AfterFunc(ctx, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
-		for name := range m.hashes {
+		for name, w := range m.hashes {
+			w.expiry.stop()
 			m.pub.RemoveMember(name)
 		}
 		m.hashes = map[multicluster.ClusterName]wanted{}
@@ -98,7 +100,10 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 }
 
 // Set wants name to run with cfg, identified by hash; report, if not nil,
-// hears of every failed attempt and, with nil, of the engagement. It
+// hears of every failed attempt and, with nil, of the engagement, and of a
+// bearer token about to expire while its source gave no other (an
+// *ExpiringCredentialsError, see ExpiryWarningShare; without report, it is
+// logged). It
 // reports whether name was wanted before (replaced) and whether a new
 // cluster is built for it (changed), for the provider's log: an unchanged
 // hash is not published again (the engine, which decides, would ignore it
@@ -107,10 +112,14 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 // What cfg says is split in two (SplitCredentials): where the cluster is and
 // who the controller is there. A change of where builds a new cluster, which
 // replaces the running one once it is engaged. A change of who only — a
-// rotated token, new basic credentials — is applied to the running cluster in
-// place: its next requests carry the new credentials, its caches and watches
-// keep running, nothing is listed again and no object is reconciled again
-// because of it. Set then logs the rotation and reports changed false.
+// rotated token, new basic credentials, a new client certificate — is
+// applied to the running cluster in place: its next requests carry the new
+// credentials, its caches and watches keep running, nothing is listed again
+// and no object is reconciled again because of it. Set then logs the rotation
+// and reports changed false. With no cluster running on these credentials
+// (an attempt refused with the old ones waits out its backoff, the server was
+// unreachable), Set publishes a new hash instead: the engine starts a new
+// attempt with the new credentials at once.
 //
 // Set and Remove reach the engine in the order they were called (under the
 // members' lock): what the provider decided last for a name is what the
@@ -121,26 +130,40 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	if m.ctx == nil || m.ctx.Err() != nil {
 		return false, false
 	}
-	where, who := SplitCredentials(cfg)
-	key := "content:" + hash
-	if h, ok := endpointHash(where, who); ok {
-		key = "endpoint:" + h
-	}
 	w, known := m.hashes[name]
 	if known && w.hash == hash {
 		return true, false
 	}
+	where, who := SplitCredentials(cfg)
+	key := "content:" + hash
+	if h, ok := endpointHash(where, who); ok && validCertificate(who) {
+		key = "endpoint:" + h
+	}
+	expiry := w.expiry
 	rotated := known && w.creds != nil && w.key == key
 	if rotated {
 		w.creds.set(who)
-		m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
+		if cl, running := m.pub.Lookup(name); running && rotatesWith(cl, w.creds) {
+			m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
+		} else {
+			// Nothing runs to rotate into: an attempt in flight or
+			// waiting out its backoff (refused credentials, an
+			// unreachable server) would try the new credentials only
+			// at its next turn. A new hash starts one now.
+			w.published = fmt.Sprintf("%s@%d", key, w.creds.cur.Load().gen)
+			m.log.Info("New credentials for a cluster that is not running: a new attempt starts with them now", "cluster", name)
+			rotated = false
+		}
 	} else {
-		w = wanted{key: key, creds: newCredentials(who)}
+		// A certificate that does not parse is left to client-go,
+		// whose error the build reports.
+		w = wanted{key: key, published: key, creds: newCredentials(who, who.hasCert() && strings.HasPrefix(key, "endpoint:"))}
 	}
 	w.hash = hash
+	w.expiry = m.watchExpiry(name, who.BearerToken, report, expiry)
 	m.hashes[name] = w
 	// The same key again only updates the engine's Report and Refresh.
-	member := fleet.Member{Name: name, Hash: key, Report: report, Build: build{m, where, w.creds}.build}
+	member := fleet.Member{Name: name, Hash: w.published, Report: report, Build: build{m, where, w.creds}.build}
 	if m.Refresh != nil {
 		member.Refresh = func() { m.Refresh(name) }
 	}
@@ -162,7 +185,7 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 	if w, known := m.hashes[name]; known && w.hash == hash {
 		return
 	}
-	m.hashes[name] = wanted{hash: hash, key: hash}
+	m.hashes[name] = wanted{hash: hash, key: hash, published: hash}
 	for _, idx := range m.indexes {
 		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
 			m.log.Error(err, "Failed to index cluster", "cluster", name)
@@ -174,10 +197,15 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 // wanted is what the provider last published for a name.
 type wanted struct {
 	hash string // the provider's
-	key  string // the engine's: what a new cluster is built for
+	key  string // the endpoint's: what a new cluster is built for
+	// published is the engine's: key, or key and a generation of creds
+	// for a new attempt with credentials rotated while nothing ran.
+	published string
 	// creds holds the credentials of the clusters built for key; nil for
 	// a pre-built cluster.
 	creds *credentials
+	// expiry warns of the expiry of the bearer token; nil for none.
+	expiry *expiryWatch
 }
 
 // build is a member's Build: it builds from where, with the credentials
@@ -217,7 +245,8 @@ func (b build) build(ctx context.Context) (cluster.Cluster, error) {
 func (m *Members) Remove(name multicluster.ClusterName) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	_, ok := m.hashes[name]
+	w, ok := m.hashes[name]
+	w.expiry.stop()
 	delete(m.hashes, name)
 	if ok {
 		m.pub.RemoveMember(name)

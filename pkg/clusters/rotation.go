@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"crypto/sha256"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/transport"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // A kubeconfig says two things about a cluster: where it is (the server, the
@@ -47,10 +50,23 @@ func (c Credentials) kind() string {
 	if c.Username != "" || c.Password != "" {
 		k = append(k, "basic")
 	}
-	if len(c.CertData) > 0 || len(c.KeyData) > 0 {
+	if c.hasCert() {
 		k = append(k, "cert")
 	}
 	return strings.Join(k, "+")
+}
+
+func (c Credentials) hasCert() bool { return len(c.CertData) > 0 || len(c.KeyData) > 0 }
+
+// validCertificate reports whether who's client certificate and key, if
+// any, make a pair: one that does not is not rotated in place (the cluster is
+// rebuilt, and client-go's error reported, as for any bad config).
+func validCertificate(who Credentials) bool {
+	if !who.hasCert() {
+		return true
+	}
+	_, err := tls.X509KeyPair(who.CertData, who.KeyData)
+	return err == nil
 }
 
 // SplitCredentials splits cfg into where (a copy of cfg without the
@@ -82,11 +98,15 @@ func withCredentials(where *rest.Config, who Credentials) *rest.Config {
 // hash reach the same server, trust it the same way and differ at most in
 // the values of their credentials. ok is false when where holds something
 // whose effect cannot be read (a custom transport, dialer or wrapper), or
-// when who holds a client certificate, which the running transport cannot
-// change yet: such a config is identified by its whole content.
+// when who holds a client certificate beside an exec plugin or auth
+// provider (which set certificates of their own): such a config is
+// identified by its whole content.
 func endpointHash(where *rest.Config, who Credentials) (hash string, ok bool) {
 	if where.Transport != nil || where.WrapTransport != nil || where.Dial != nil ||
-		where.TLSClientConfig.NextProtos != nil || len(who.CertData) > 0 || len(who.KeyData) > 0 {
+		where.TLSClientConfig.NextProtos != nil {
+		return "", false
+	}
+	if who.hasCert() && (where.ExecProvider != nil || where.AuthProvider != nil) {
 		return "", false
 	}
 	h := sha256.New()
@@ -136,9 +156,13 @@ func endpointHash(where *rest.Config, who Credentials) (hash string, ok bool) {
 
 // credentials holds the credentials of one member for every cluster built
 // for it: each request of those clusters reads them, so that Members can
-// rotate them in place.
+// rotate them in place. A token or basic credentials go into each request's
+// Authorization; a client certificate into each new connection (see
+// certTransport).
 type credentials struct {
 	cur atomic.Pointer[credentialState]
+	// certs: the holder's client certificate is rotated in place.
+	certs bool
 }
 
 // credentialState is one generation of a member's credentials.
@@ -148,8 +172,11 @@ type credentialState struct {
 	auth string // the Authorization header value, "" for none
 }
 
-func newCredentials(who Credentials) *credentials {
-	c := &credentials{}
+// newCredentials returns a holder of who; certs says whether who's client
+// certificate is rotated in place (else client-go's transport presents the
+// one the cluster was built with).
+func newCredentials(who Credentials, certs bool) *credentials {
+	c := &credentials{certs: certs}
 	c.cur.Store(credentialStateOf(who, 1))
 	return c
 }
@@ -175,17 +202,29 @@ func (c *credentials) set(who Credentials) {
 	}
 }
 
-// wrap is the innermost of a cluster's transport wrappers: client-go's own
-// authentication wrappers, outside it, set the credentials the cluster was
-// built with; it replaces them with the current ones.
-func (c *credentials) wrap(rt http.RoundTripper) http.RoundTripper {
-	return &credentialsTransport{creds: c, next: rt}
+// wrapperFor returns the innermost of the transport wrappers of a cluster
+// built from cfg: client-go's own authentication wrappers, outside it, set
+// the credentials the cluster was built with; it replaces them with the
+// current ones.
+func (c *credentials) wrapperFor(cfg *rest.Config) transport.WrapperFunc {
+	return func(rt http.RoundTripper) http.RoundTripper {
+		t := &credentialsTransport{creds: c, next: rt}
+		if c.certs {
+			t.certs = newCertTransport(cfg)
+			// Made now, so that connGateFor finds it (an error is the
+			// first request's).
+			_, _ = t.certs.forState(c.cur.Load())
+		}
+		return t
+	}
 }
 
-// credentialsTransport sets a request's Authorization from its holder.
+// credentialsTransport sets a request's Authorization from its holder, and
+// sends it through the transport of the holder's client certificate.
 type credentialsTransport struct {
 	creds *credentials
 	next  http.RoundTripper
+	certs *certTransport // nil: no certificate rotated in place
 }
 
 var (
@@ -193,26 +232,52 @@ var (
 	_ utilnet.RoundTripperWrapper = &credentialsTransport{}
 )
 
-// WrappedRoundTripper lets connGateFor find the shared transport below.
-func (t *credentialsTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+// WrappedRoundTripper lets connGateFor find the shared transport below: the
+// current certificate's, for a cluster whose certificate rotates in place.
+func (t *credentialsTransport) WrappedRoundTripper() http.RoundTripper {
+	if t.certs != nil {
+		if g := t.certs.cur.Load(); g != nil {
+			return g.rt
+		}
+	}
+	return t.next
+}
 
 func (t *credentialsTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	s := t.creds.cur.Load()
+	next := t.next
+	if t.certs != nil {
+		rt, err := t.certs.forState(s)
+		if err != nil {
+			return nil, err
+		}
+		next = rt
+	}
 	if s.auth == "" || req.Header.Get("Authorization") == s.auth {
-		return t.next.RoundTrip(req)
+		return next.RoundTrip(req)
 	}
 	// A round tripper must not change the caller's request.
 	r := req.Clone(req.Context())
 	r.Header.Set("Authorization", s.auth)
-	return t.next.RoundTrip(r)
+	return next.RoundTrip(r)
 }
 
 // CloseIdleConnections passes on to the transport below (http.Client calls
 // it through every wrapper that has it).
 func (t *credentialsTransport) CloseIdleConnections() {
+	if t.certs != nil {
+		t.certs.closeIdle()
+	}
 	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
 		c.CloseIdleConnections()
 	}
+}
+
+// rotatesWith reports whether cl is a cluster whose requests read creds: a
+// rotation of creds reaches it.
+func rotatesWith(cl cluster.Cluster, creds *credentials) bool {
+	lc, ok := cl.(*lightCluster)
+	return ok && lc.current != nil && lc.current.creds == creds
 }
 
 // currentConfig keeps a cluster's GetConfig up to date with its holder's

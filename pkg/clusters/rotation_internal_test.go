@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"k8s.io/client-go/rest"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // Only the values of the credentials may change for a rotation in place:
@@ -32,6 +33,22 @@ func TestEndpointHashSeparatesWhereFromWho(t *testing.T) {
 	}
 	same := map[string]func(*rest.Config){
 		"another token": func(c *rest.Config) { c.BearerToken = "two" },
+	}
+	// A client certificate rotates in place too: certificates of one kind
+	// share a hash, apart from the token's.
+	cert := func(c *rest.Config, pem string) {
+		c.BearerToken, c.CertData, c.KeyData = "", []byte(pem), []byte("key "+pem)
+	}
+	withCert := base()
+	cert(withCert, "one")
+	wantCert, ok := hash(withCert)
+	if !ok || wantCert == want {
+		t.Fatalf("a certificate config: endpoint hash %v (%q), want one of its own", ok, wantCert)
+	}
+	another := base()
+	cert(another, "two")
+	if got, ok := hash(another); !ok || got != wantCert {
+		t.Error("another client certificate changed the endpoint hash")
 	}
 	for name, change := range same {
 		c := base()
@@ -70,8 +87,11 @@ func TestEndpointHashSeparatesWhereFromWho(t *testing.T) {
 	// What cannot be swapped in place or read identifies a config by its
 	// whole content: it is rebuilt on every change.
 	for name, change := range map[string]func(*rest.Config){
-		"a client certificate": func(c *rest.Config) { c.BearerToken, c.CertData, c.KeyData = "", []byte("cert"), []byte("key") },
-		"a custom wrapper":     func(c *rest.Config) { c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return rt } },
+		"a client certificate beside an exec plugin": func(c *rest.Config) {
+			c.BearerToken, c.CertData, c.KeyData = "", []byte("cert"), []byte("key")
+			c.ExecProvider = &clientcmdapi.ExecConfig{Command: "get-credentials"}
+		},
+		"a custom wrapper": func(c *rest.Config) { c.WrapTransport = func(rt http.RoundTripper) http.RoundTripper { return rt } },
 	} {
 		c := base()
 		change(c)

@@ -191,7 +191,12 @@ var uncompressedDefault = sync.OnceValue(func() http.RoundTripper {
 func transportFor(cfg *rest.Config, creds *credentials) (*http.Client, http.RoundTripper, error) {
 	c := rest.CopyConfig(cfg)
 	if creds != nil {
-		c.WrapTransport = transport.Wrappers(c.WrapTransport, creds.wrap)
+		c.WrapTransport = transport.Wrappers(c.WrapTransport, creds.wrapperFor(c))
+		if creds.certs {
+			// The certificate's transport is the wrapper's (certTransport):
+			// client-go's, below it, need not hold one.
+			c.CertData, c.KeyData = nil, nil
+		}
 	}
 	if c.DisableCompression {
 		// First: the config's own wrappers wrap the transport it picked.

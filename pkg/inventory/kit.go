@@ -255,7 +255,15 @@ func (k *Kit[T]) get(ctx context.Context, key client.ObjectKey) (obj T, found bo
 // publish wants d's cluster to run; the engine builds and engages it, and
 // its report becomes an Event on obj.
 func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
+	log = log.WithValues(d.LogValues...)
 	replaced, changed := k.members.Set(d.Name, d.Hash, d.Config, func(err error) {
+		if expiring := (*clusters.ExpiringCredentialsError)(nil); errors.As(err, &expiring) {
+			log.Info("Cluster's bearer token expires soon and its source has not given another", "expires", expiring.Expires.UTC())
+			if ref != nil {
+				k.warn(ref, ReasonCredentialsExpiring, err)
+			}
+			return
+		}
 		if ref == nil {
 			return // a listed inventory has no object to tell
 		} else if err != nil {
@@ -264,7 +272,7 @@ func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
 		}
 		k.recorder.Eventf(ref, nil, corev1.EventTypeNormal, ReasonEngaged, "Engage", "Cluster %q engaged", d.Name)
 	})
-	switch log = log.WithValues(d.LogValues...); {
+	switch {
 	case !changed: // a change of something else, or a resync
 	case replaced:
 		log.Info("Re-creating cluster: its configuration changed")

@@ -23,6 +23,10 @@ const (
 	ReasonEngageFailed  = "ClusterEngageFailed"
 	ReasonDuplicateName = "DuplicateClusterName"
 	ReasonInvalidName   = "InvalidClusterName"
+	// ReasonCredentialsExpiring: the cluster's bearer token expires soon
+	// and the source object has not given another (see
+	// clusters.ExpiringCredentialsError).
+	ReasonCredentialsExpiring = "ClusterCredentialsExpiring"
 )
 
 // Desired is what one inventory object asks for.

@@ -176,15 +176,19 @@ func TestEngageOnReadinessRotateSecretAndDisengage(t *testing.T) {
 	e.setReady(t, a, true)
 	first := expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 1, Kubeconfig: kcA}, e.name("b"): {Member: 2, Kubeconfig: kcB}})
 
-	// Secret-only rotation: the Cluster object is unchanged; a is re-engaged
-	// with the new credentials, b is left alone.
+	// Secret-only rotation, a new client certificate for the same server
+	// and CA: the Cluster object is unchanged; a's running cluster takes the
+	// new credentials in place (not engaged again), b is left alone.
 	rotated := kubeconfig(t, 1, "capi-a-rotated")
 	if err := e.host.Update(ctx, e.secret("a", rotated)); err != nil {
 		t.Fatal(err)
 	}
 	second := expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 1, Kubeconfig: rotated}, e.name("b"): {Member: 2, Kubeconfig: kcB}})
-	if second[e.name("a")] == first[e.name("a")] {
-		t.Error("the rotated cluster was not replaced")
+	if second[e.name("a")] != first[e.name("a")] {
+		t.Error("the rotated cluster was replaced, want its certificate rotated in place")
+	}
+	if n := e.tracker.Count(e.name("a")); n != 1 {
+		t.Errorf("a was engaged %d times, want once", n)
 	}
 	if second[e.name("b")] != first[e.name("b")] {
 		t.Error("rotating a's Secret replaced b")

@@ -20,8 +20,9 @@
 //   - a new file or context engages its clusters;
 //   - a changed file re-creates only the clusters whose resolved configuration
 //     (the context, its cluster and its user, compared by hash) changed, but
-//     a change of a user's token or basic credentials alone rotates them in
-//     the running cluster (clusters.Members.Set); files
+//     a change of a user's token, basic credentials or embedded client
+//     certificate and key alone rotates them in the running cluster
+//     (clusters.Members.Set); files
 //     a kubeconfig refers to (certificate-authority, client-certificate, ...)
 //     are compared by path, and relative paths are resolved against the
 //     kubeconfig's directory;

@@ -21,9 +21,11 @@
 //   - a new or changed kubeconfig (compared by a hash of its content) creates
 //     the cluster, or re-creates and re-engages it; a change to the Secret's
 //     metadata alone (annotations, other labels) does nothing; a change of
-//     its token or basic credentials alone (same server, CA and proxy) is
-//     applied to the running cluster in place (clusters.Members.Set): no
-//     rebuild, no relist, no reconcile again;
+//     its token, basic credentials or client certificate and key alone (same
+//     server, CA and proxy) is applied to the running cluster in place
+//     (clusters.Members.Set): no rebuild, no relist, no reconcile again; a
+//     token that is a JWT about to expire while the Secret gave no other is
+//     recorded once as a ClusterCredentialsExpiring Warning Event;
 //   - deleting the Secret or removing the label disengages the cluster;
 //   - a missing key or a malformed kubeconfig is logged and recorded as a
 //     Warning Event on the Secret once per change of the Secret (only a

@@ -48,6 +48,9 @@ const (
 	ReasonKubeconfigRefused = "KubeconfigRefused"
 	ReasonEngageFailed      = inventory.ReasonEngageFailed
 	ReasonEngaged           = inventory.ReasonEngaged
+	// ReasonCredentialsExpiring: the kubeconfig's token expires soon and
+	// the Secret was not given another.
+	ReasonCredentialsExpiring = inventory.ReasonCredentialsExpiring
 )
 
 // Options configure a Provider. The zero value uses the defaults above.

@@ -1,24 +1,20 @@
 package kubeconfig_test
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
@@ -66,21 +62,9 @@ func newRotationMember(t *testing.T, m int) *rotationMember {
 // holder, and returns a kubeconfig of the member that uses it.
 func (r *rotationMember) token(t *testing.T, holder string) []byte {
 	t.Helper()
-	ctx := context.Background()
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: holder}}
-	if err := r.admin.Create(ctx, s); err != nil {
-		t.Fatal(err)
-	}
-	req := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{
-		ExpirationSeconds: ptr.To(int64(3600)),
-		BoundObjectRef:    &authenticationv1.BoundObjectReference{APIVersion: "v1", Kind: "Secret", Name: holder, UID: s.UID},
-	}}
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: r.ns, Name: "rotator"}}
-	if err := r.admin.SubResource("token").Create(ctx, sa, req); err != nil {
-		t.Fatal(err)
-	}
+	token := testbed.BoundToken(t, r.admin, r.ns, "rotator", holder)
 	full := fleet.Config(r.m)
-	kc, err := fleettest.KubeconfigFor(&rest.Config{Host: full.Host, BearerToken: req.Status.Token,
+	kc, err := fleettest.KubeconfigFor(&rest.Config{Host: full.Host, BearerToken: token,
 		TLSClientConfig: rest.TLSClientConfig{CAData: full.CAData}}, "member-"+strconv.Itoa(r.m))
 	if err != nil {
 		t.Fatal(err)
@@ -108,45 +92,25 @@ func (r *rotationMember) invalidate(t *testing.T, holder string, kc []byte) {
 }
 
 // listsOfConfigMaps returns how often the member's API server answered a
-// LIST of ConfigMaps, or a watch-list (client-go's informers list by
-// streaming a watch), read from its own metrics.
+// LIST of ConfigMaps, or a watch-list.
 func (r *rotationMember) listsOfConfigMaps(t *testing.T) float64 {
 	t.Helper()
-	raw, err := kubernetes.NewForConfigOrDie(fleet.Config(r.m)).RESTClient().Get().AbsPath("/metrics").DoRaw(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	var total float64
-	sc := bufio.NewScanner(bytes.NewReader(raw))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
-		list := strings.HasPrefix(line, "apiserver_request_total{") && strings.Contains(line, `verb="LIST"`)
-		watchList := strings.HasPrefix(line, "apiserver_watch_list_duration_seconds_count{")
-		if (!list && !watchList) || !strings.Contains(line, `resource="configmaps"`) {
-			continue
-		}
-		v, err := strconv.ParseFloat(line[strings.LastIndexByte(line, ' ')+1:], 64)
-		if err != nil {
-			t.Fatalf("metrics line %q: %v", line, err)
-		}
-		total += v
-	}
-	return total
+	return testbed.ListsServed(t, fleet.Config(r.m), "configmaps")
 }
 
-// A Secret whose token is rotated (same server, same CA, a new token; the old
-// one then invalidated) keeps its cluster: the member is not listed again, no
-// object is reconciled again, the cluster never leaves engaged, and objects
-// created afterwards are reconciled with the new token.
-func TestTokenRotationKeepsTheCluster(t *testing.T) {
+// rotateSecret runs a kubeconfig Secret through a rotation from kc1 to kc2,
+// both for member, with a controller reconciling the ConfigMaps of the
+// member's namespace: before runs once the cluster is engaged; the rotation
+// is done once holds accepts the engaged cluster; after runs then. It checks
+// that the cluster stayed the running one, rotated in place: the member was
+// not listed again, no object was reconciled again, the cluster never left
+// engaged, and an object created afterwards was reconciled.
+func rotateSecret(t *testing.T, member *rotationMember, kc1, kc2 []byte, holds func(cluster.Cluster) error, before, after func(cluster.Cluster)) {
+	t.Helper()
 	ctx := context.Background()
-	member := newRotationMember(t, 1)
-	kc1, kc2 := member.token(t, "token-1"), member.token(t, "token-2")
-
 	rec := &fleettest.Recorder{Namespace: member.ns}
 	e := startSetUp(t, nil, kubeconfig.Options{}, func(mgr mcmanager.Manager) {
-		if err := mcbuilder.ControllerManagedBy(mgr).Named("rotation").
+		if err := mcbuilder.ControllerManagedBy(mgr).Named(testbed.Name("rotation")).
 			For(&corev1.ConfigMap{}, mcbuilder.WithEngageWithLocalCluster(false), mcbuilder.WithEngageWithProviderClusters(true)).
 			Complete(rec); err != nil {
 			t.Fatal(err)
@@ -163,25 +127,33 @@ func TestTokenRotationKeepsTheCluster(t *testing.T) {
 	}
 	testbed.CreateConfigMap(t, member.admin, member.ns, "before", nil)
 	rec.WaitFor(t, 1, "rotating", member.ns, "before")
+	cl, err := mgr.GetCluster(ctx, "rotating")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before(cl)
 	engine := mgr.(mcmanager.FleetOwner).Fleet()
 	lists := member.listsOfConfigMaps(t)
 
-	// Rotate: the Secret now holds token 2; token 1 is then invalidated.
 	secret.Data[kubeconfig.DefaultKubeconfigSecretKey] = kc2
 	if err := host.Update(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
 	fleettest.Eventually(t, 30*time.Second, func() error {
-		cl, err := mgr.GetCluster(ctx, "rotating")
+		now, err := mgr.GetCluster(ctx, "rotating")
 		if err != nil {
 			return err
 		}
-		if cl.GetConfig().BearerToken != tokenOf(t, kc2) {
-			return fmt.Errorf("the cluster does not use token 2 yet")
+		if err := holds(now); err != nil {
+			return err
+		}
+		if now != cl {
+			t.Error("the cluster was built again for the new credentials, want the running one rotated")
+			cl = now
 		}
 		return nil
 	})
-	member.invalidate(t, "token-1", kc1)
+	after(cl)
 
 	testbed.CreateConfigMap(t, member.admin, member.ns, "after", nil)
 	rec.WaitFor(t, 1, "rotating", member.ns, "after")
@@ -201,4 +173,21 @@ func TestTokenRotationKeepsTheCluster(t *testing.T) {
 	if err := host.Delete(ctx, secret); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// A Secret whose token is rotated (same server, same CA, a new token; the old
+// one then invalidated) keeps its cluster (see rotateSecret), and objects
+// created afterwards are reconciled with the new token.
+func TestTokenRotationKeepsTheCluster(t *testing.T) {
+	member := newRotationMember(t, 1)
+	kc1, kc2 := member.token(t, "token-1"), member.token(t, "token-2")
+	rotateSecret(t, member, kc1, kc2,
+		func(cl cluster.Cluster) error {
+			if cl.GetConfig().BearerToken != tokenOf(t, kc2) {
+				return fmt.Errorf("the cluster does not use token 2 yet")
+			}
+			return nil
+		},
+		func(cluster.Cluster) {},
+		func(cluster.Cluster) { member.invalidate(t, "token-1", kc1) })
 }
