@@ -231,9 +231,28 @@ func (k *Kit[T]) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return k.report(log, obj, err)
 	}
 	if d.Withdrawn == "" {
-		k.publish(log, k.ref(obj), d)
+		d.Paused = d.Paused || k.pausedBy(log, obj)
+		k.publish(log, k.ref(obj), obj, d)
 	}
 	return reconcile.Result{}, nil
+}
+
+// pausedBy reads PausedAnnotation of obj; another value than "true" or
+// "false" is reported once per change of obj and does not pause.
+func (k *Kit[T]) pausedBy(log logr.Logger, obj T) bool {
+	v, ok := obj.GetAnnotations()[PausedAnnotation]
+	switch {
+	case !ok || v == "false":
+		return false
+	case v == "true":
+		return true
+	}
+	err := fmt.Errorf("annotation %s is %q, neither \"true\" nor \"false\": the cluster is not paused", PausedAnnotation, v)
+	if k.reportOnce(client.ObjectKeyFromObject(obj), "paused/"+obj.GetResourceVersion()) {
+		log.Error(err, "Ignoring an invalid annotation")
+		k.warn(k.ref(obj), ReasonInvalidPausedAnnotation, err)
+	}
+	return false
 }
 
 // get returns the object of key if a cache holds it and it is not being
@@ -253,8 +272,9 @@ func (k *Kit[T]) get(ctx context.Context, key client.ObjectKey) (obj T, found bo
 }
 
 // publish wants d's cluster to run; the engine builds and engages it, and
-// its report becomes an Event on obj.
-func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
+// its report becomes an Event on ref. source, if not nil, is the object d was
+// read from, for the settings hook (clusters.SettingsFunc).
+func (k *Kit[T]) publish(log logr.Logger, ref, source client.Object, d Desired) {
 	replaced, changed := k.members.Set(d.Name, d.Hash, d.Config, func(err error) {
 		if ref == nil {
 			return // a listed inventory has no object to tell
@@ -263,7 +283,7 @@ func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
 			return
 		}
 		k.recorder.Eventf(ref, nil, corev1.EventTypeNormal, ReasonEngaged, "Engage", "Cluster %q engaged", d.Name)
-	})
+	}, clusters.SetSource(source), clusters.SetPaused(d.Paused))
 	switch log = log.WithValues(d.LogValues...); {
 	case !changed: // a change of something else, or a resync
 	case replaced:

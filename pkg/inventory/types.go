@@ -25,6 +25,21 @@ const (
 	ReasonInvalidName   = "InvalidClusterName"
 )
 
+// PausedAnnotation, set to "true" on an inventory object (a kubeconfig
+// Secret, a Cluster API Cluster, a ClusterProfile, any object a provider
+// built on the kit reads), pauses its cluster: it stays engaged and its
+// caches keep running, and every multi-cluster controller holds its
+// requests until the annotation is removed (or set to "false"), then
+// reconciles each once (see mcmanager.ClusterPauser). Adding or removing it
+// never rebuilds the cluster. Every replica reads the same object, so under
+// sharding the pause follows the cluster to its next owner. Another value is
+// reported once per change of the object and counts as not paused.
+const PausedAnnotation = "multicluster-runtime.io/paused"
+
+// ReasonInvalidPausedAnnotation is the Event reason of a PausedAnnotation
+// that is neither "true" nor "false".
+const ReasonInvalidPausedAnnotation = "InvalidPausedAnnotation"
+
 // Desired is what one inventory object asks for.
 type Desired struct {
 	// Name of the cluster. The kit refuses names clusters.ValidateClusterName
@@ -41,6 +56,11 @@ type Desired struct {
 	// now: the one it asked for before, if any, is disengaged, even when
 	// Desire also returns an error to report (credentials gone, say).
 	Withdrawn string
+	// Paused pauses the cluster (see PausedAnnotation) without rebuilding
+	// it. For objects the kit sets it from PausedAnnotation itself, after
+	// Desire: a provider sets it only to pause for a reason of its own.
+	// Providers with a List set it from their listing.
+	Paused bool
 	// LogValues are key/value pairs added to the line the kit logs when it
 	// engages or re-creates the cluster, such as how the cluster is reached.
 	// Never credentials.
