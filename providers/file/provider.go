@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -35,6 +36,27 @@ const (
 	// many Debounce periods after its first event.
 	maxDebounceFactor = 10
 )
+
+// PausedExtension is the name of a kubeconfig context extension that pauses
+// the context's cluster when its value is "true" (the name of
+// inventory.PausedAnnotation, the pause of every other inventory):
+//
+//	contexts:
+//	- name: edge-17
+//	  context:
+//	    cluster: edge-17
+//	    user: edge-17
+//	    extensions:
+//	    - name: multicluster-runtime.io/paused
+//	      extension: "true"
+//
+// The cluster stays engaged and its caches keep running; controllers hold
+// its requests until the extension is removed (or set to "false"), then
+// reconcile each once (see mcmanager.ClusterPauser). Adding or removing it
+// never rebuilds the cluster. Another value makes the context malformed: it
+// is skipped and logged, and its cluster keeps its last good configuration
+// and pause.
+const PausedExtension = inventory.PausedAnnotation
 
 // DefaultKubeconfigGlobs are the file name patterns read in
 // Options.KubeconfigDirs when Options.KubeconfigGlobs is empty. Hidden files
@@ -321,7 +343,7 @@ func (p *Provider) read(log logr.Logger) {
 	for _, name := range names {
 		w := res.clusters[name]
 		p.paths[name] = w.path
-		switch replaced, changed := p.members.Set(name, w.hash, w.config, nil); {
+		switch replaced, changed := p.members.Set(name, w.hash, w.config, nil, pkgclusters.SetPaused(w.paused)); {
 		case !changed:
 		case replaced:
 			log.Info("Re-creating cluster: its configuration changed", "cluster", name, "file", w.path, "context", w.context)
