@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -32,10 +33,11 @@ import (
 )
 
 var (
-	_ multicluster.Provider         = &Kit[*corev1.Secret]{}
-	_ multicluster.ProviderRunnable = &Kit[*corev1.Secret]{}
-	_ multicluster.ListingProvider  = &Kit[*corev1.Secret]{}
-	_ reconcile.Reconciler          = &Kit[*corev1.Secret]{}
+	_ multicluster.Provider          = &Kit[*corev1.Secret]{}
+	_ multicluster.ProviderRunnable  = &Kit[*corev1.Secret]{}
+	_ multicluster.ListingProvider   = &Kit[*corev1.Secret]{}
+	_ reconcile.Reconciler           = &Kit[*corev1.Secret]{}
+	_ mcmanager.ClusterHealthChecker = &Kit[*corev1.Secret]{}
 )
 
 // Kit runs an inventory provider. Embed *Kit[T] in the provider.
@@ -318,6 +320,12 @@ func (k *Kit[T]) report(log logr.Logger, obj T, err error) (reconcile.Result, er
 
 func (k *Kit[T]) warn(ref client.Object, reason string, err error) {
 	k.recorder.Eventf(ref, nil, corev1.EventTypeWarning, reason, "Engage", "%s", err.Error())
+}
+
+// ClusterHealthCheck returns Options.HealthCheck, which the manager runs on
+// every probe of the kit's clusters (mcmanager.ClusterHealthChecker).
+func (k *Kit[T]) ClusterHealthCheck() func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	return k.opts.HealthCheck
 }
 
 // Listed is closed once every object present when the kit's caches synced

@@ -128,6 +128,11 @@ type Options[T client.Object] struct {
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// ClusterOptions are applied to every cluster built.
 	ClusterOptions []cluster.Option
+	// HealthCheck, if set, checks the health of each of the provider's
+	// clusters on every probe, after /readyz and the manager's own check
+	// (mcmanager.HealthOptions.Check): "this CRD is served", say. An error
+	// counts as a failed probe. See mcmanager.ClusterHealthChecker.
+	HealthCheck func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 
 	// List, for an inventory that cannot be watched (the local kind
 	// clusters, say), replaces Object and Desire: the kit calls it every

@@ -117,7 +117,7 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 	}
 	engineOpts := fleet.Options{
 		Logger:           mgr.GetLogger().WithName("fleet"),
-		Health:           o.health,
+		Health:           withProviderCheck(o.health, provider),
 		CacheSyncTimeout: o.cacheSyncTimeout,
 		ListingTimeout:   o.listingTimeout,
 	}

@@ -99,6 +99,11 @@ type Options struct {
 
 	// ClusterOptions are applied to every cluster the provider creates.
 	ClusterOptions []cluster.Option
+	// HealthCheck, if set, checks the health of each of the provider's
+	// clusters on every probe, after /readyz and the manager's own check
+	// (mcmanager.HealthOptions.Check): "this CRD is served", say. An error
+	// counts as a failed probe. See mcmanager.ClusterHealthChecker.
+	HealthCheck func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 
 	// Debounce is how long a burst of file system events must be quiet before
 	// the files are read again (at most ten times this after the burst's first
@@ -210,6 +215,12 @@ func (p *Provider) clusterName(path, context string) multicluster.ClusterName {
 		return p.opts.ClusterName(path, context)
 	}
 	return path + p.opts.Separator + context
+}
+
+// ClusterHealthCheck returns Options.HealthCheck, which the manager runs on
+// every probe of the provider's clusters (mcmanager.ClusterHealthChecker).
+func (p *Provider) ClusterHealthCheck() func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	return p.opts.HealthCheck
 }
 
 // Listed is closed once Start has read the files and published every cluster
