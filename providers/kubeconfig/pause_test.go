@@ -149,3 +149,29 @@ func TestPausedAnnotationFollowsTheClusterAcrossReplicas(t *testing.T) {
 		t.Errorf("%s engaged %q %d times, want once", next, name, n)
 	}
 }
+
+// Another value than "true" or "false" does not pause: it is reported on the
+// Secret, and the cluster stays engaged and unpaused.
+func TestInvalidPausedAnnotationIsReportedAndDoesNotPause(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	secret := e.secret(t, "odd-pause", 1)
+	secret.Annotations = map[string]string{inventory.PausedAnnotation: "yes"}
+	if err := e.host.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	e.waitForEvents(t, map[string]string{"odd-pause": inventory.ReasonInvalidPausedAnnotation})
+	engine := e.mgr.(mcmanager.FleetOwner).Fleet()
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		if s, _ := engine.State("odd-pause"); s != mcfleet.StateEngaged {
+			return fmt.Errorf("odd-pause is %s, want engaged", s)
+		}
+		return nil
+	})
+	if p, _ := engine.Paused("odd-pause"); p {
+		t.Error(`the annotation "yes" paused the cluster`)
+	}
+	if !contains(e.logs.String(), "Ignoring an invalid annotation") {
+		t.Error("the invalid annotation was not logged")
+	}
+}
