@@ -16,6 +16,7 @@ import (
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -106,5 +107,27 @@ func (s Scenario) Run(t *testing.T) {
 	})
 	if n := s.Tracker.Count(s.Cluster); n != 1 {
 		t.Errorf("cluster %q was engaged %d times, want once: the pause rebuilt it", s.Cluster, n)
+	}
+}
+
+// Annotate returns a Scenario.SetPaused that sets PausedAnnotation "true" on
+// obj, or removes it, with a merge patch through c.
+func Annotate(c client.Client, obj client.Object) func(t testing.TB, paused bool) {
+	return func(t testing.TB, paused bool) {
+		t.Helper()
+		patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+		a := obj.GetAnnotations()
+		if a == nil {
+			a = map[string]string{}
+		}
+		if paused {
+			a[inventory.PausedAnnotation] = "true"
+		} else {
+			delete(a, inventory.PausedAnnotation)
+		}
+		obj.SetAnnotations(a)
+		if err := c.Patch(context.Background(), obj, patch); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

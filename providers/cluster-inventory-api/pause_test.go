@@ -1,15 +1,11 @@
 package clusterinventoryapi_test
 
 import (
-	"context"
 	"testing"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mcruntime/multicluster-runtime/internal/pausetest"
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
-	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
 )
@@ -18,7 +14,6 @@ import (
 // its cluster without rebuilding it; removing it reconciles each held key
 // once.
 func TestPausedAnnotationOnTheProfilePausesItsCluster(t *testing.T) {
-	ctx := context.Background()
 	ns := testbed.Name("paused")
 	member := testbed.NewClient(t, fleet.Config(1))
 	testbed.CreateNamespace(t, member, ns)
@@ -30,16 +25,6 @@ func TestPausedAnnotationOnTheProfilePausesItsCluster(t *testing.T) {
 	pausetest.Scenario{
 		Manager: e.mgr, Recorder: rec, Tracker: e.tracker, Cluster: e.ns + "/paused",
 		Member: member, Namespace: ns,
-		SetPaused: func(t testing.TB, paused bool) {
-			patch := client.MergeFrom(cp.DeepCopy())
-			if paused {
-				cp.Annotations = map[string]string{inventory.PausedAnnotation: "true"}
-			} else {
-				delete(cp.Annotations, inventory.PausedAnnotation)
-			}
-			if err := e.hub.Patch(ctx, cp, patch); err != nil {
-				t.Fatal(err)
-			}
-		},
+		SetPaused: pausetest.Annotate(e.hub, cp),
 	}.Run(t)
 }

@@ -36,17 +36,7 @@ func TestPausedAnnotationOnTheSecretPausesTheCluster(t *testing.T) {
 	pausetest.Scenario{
 		Manager: e.mgr, Recorder: rec, Tracker: e.tracker, Cluster: "paused",
 		Member: member, Namespace: ns,
-		SetPaused: func(t testing.TB, paused bool) {
-			patch := client.MergeFrom(secret.DeepCopy())
-			if paused {
-				secret.Annotations = map[string]string{inventory.PausedAnnotation: "true"}
-			} else {
-				delete(secret.Annotations, inventory.PausedAnnotation)
-			}
-			if err := e.host.Patch(ctx, secret, patch); err != nil {
-				t.Fatal(err)
-			}
-		},
+		SetPaused: pausetest.Annotate(e.host, secret),
 	}.Run(t)
 }
 
@@ -92,11 +82,8 @@ func TestPausedAnnotationFollowsTheClusterAcrossReplicas(t *testing.T) {
 	})
 	next = map[string]string{"r1": "r2", "r2": "r1"}[owner]
 
-	patch := client.MergeFrom(secret.DeepCopy())
-	secret.Annotations = map[string]string{inventory.PausedAnnotation: "true"}
-	if err := envs[owner].host.Patch(ctx, secret, patch); err != nil {
-		t.Fatal(err)
-	}
+	pause := pausetest.Annotate(envs["r1"].host, secret)
+	pause(t, true)
 	fleettest.Eventually(t, 30*time.Second, func() error {
 		if p, _ := engine(owner).Paused(name); !p {
 			return fmt.Errorf("%s: %q not paused", owner, name)
@@ -130,11 +117,7 @@ func TestPausedAnnotationFollowsTheClusterAcrossReplicas(t *testing.T) {
 		return nil
 	})
 
-	patch = client.MergeFrom(secret.DeepCopy())
-	delete(secret.Annotations, inventory.PausedAnnotation)
-	if err := envs[next].host.Patch(ctx, secret, patch); err != nil {
-		t.Fatal(err)
-	}
+	pause(t, false)
 	recs[next].WaitFor(t, 1, name, ns, "before")
 	recs[next].WaitFor(t, 1, name, ns, "during")
 	fleettest.Consistently(t, 500*time.Millisecond, func() error {
