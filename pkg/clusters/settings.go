@@ -21,7 +21,8 @@ import (
 // for it alone (its cache scope, say), applied after every other option.
 // source is the inventory object the cluster was read from (a kubeconfig
 // Secret, a Cluster API Cluster, a ClusterProfile), or nil for providers that
-// read none; treat it as read-only.
+// read none; treat it as read-only. The kit (pkg/inventory) hands it over
+// without managed fields and, for a Secret, without its data.
 //
 // cfg is a copy made for this build, without credentials: the hook cannot
 // change the provider's config, and it may not change where the cluster is

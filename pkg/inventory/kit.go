@@ -234,9 +234,20 @@ func (k *Kit[T]) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 	}
 	if d.Withdrawn == "" {
 		d.Paused = d.Paused || k.pausedBy(log, obj)
-		k.publish(log, k.ref(obj), obj, d)
+		k.publish(log, k.ref(obj), sourceOf(obj), d)
 	}
 	return reconcile.Result{}, nil
+}
+
+// sourceOf is what the settings hook sees of obj, kept with the member until
+// it is built again: obj without its managed fields and, for a Secret,
+// without its data, so that the hook never sees credentials.
+func sourceOf(obj client.Object) client.Object {
+	if s, ok := obj.(*corev1.Secret); ok {
+		obj = &corev1.Secret{TypeMeta: s.TypeMeta, ObjectMeta: *s.ObjectMeta.DeepCopy(), Type: s.Type}
+	}
+	obj.SetManagedFields(nil)
+	return obj
 }
 
 // pausedBy reads PausedAnnotation of obj; another value than "true" or
