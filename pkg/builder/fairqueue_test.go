@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
@@ -94,7 +93,7 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 			testbed.CreateConfigMap(t, e.members[0], e.ns, "flood", nil)
 			// The backlog is queued (the queue's depth metric says so) and being worked on.
 			fleettest.Eventually(t, 0, func() error {
-				if d := queueDepth(t, e.ns); d < flood/2 {
+				if d, _ := fleettest.Metric(t, "workqueue_depth", map[string]string{"name": e.ns}); d < flood/2 {
 					return fmt.Errorf("queue depth %v, want the busy cluster's backlog", d)
 				}
 				if position(member(1)+"/busy-0") < 0 {
@@ -128,30 +127,6 @@ func TestFairQueueServesQuietClusterBeforeBusyBacklog(t *testing.T) {
 			}
 		})
 	}
-}
-
-// queueDepth reads the workqueue_depth of the named controller from
-// controller-runtime's registry, over every priority.
-func queueDepth(t *testing.T, controller string) float64 {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var depth float64
-	for _, f := range families {
-		if f.GetName() != "workqueue_depth" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "name" && l.GetValue() == controller {
-					depth += m.GetGauge().GetValue()
-				}
-			}
-		}
-	}
-	return depth
 }
 
 func countBusy(order []string) int {

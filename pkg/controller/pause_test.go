@@ -8,7 +8,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
@@ -88,31 +87,7 @@ func TestPausedClusterHoldsItsRequestsUntilResumed(t *testing.T) {
 		}
 		return nil
 	})
-	if n := seriesWithCluster(t, "multicluster_cluster_paused", name); n != 0 {
+	if _, n := fleettest.Metric(t, "multicluster_cluster_paused", map[string]string{"cluster": name}); n != 0 {
 		t.Errorf("%d multicluster_cluster_paused series left after the resume", n)
 	}
-}
-
-// seriesWithCluster counts the series of metric name whose cluster label is
-// cluster.
-func seriesWithCluster(t *testing.T, name, cluster string) int {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "cluster" && l.GetValue() == cluster {
-					n++
-				}
-			}
-		}
-	}
-	return n
 }

@@ -51,6 +51,7 @@ func (e *Engine) attemptStepLocked(rec *record, m *Member) step {
 		if superseded || rec.gone || e.closing {
 			return // looked at again: what it worked for is no longer wanted
 		}
+		rec.note.failed(time.Now(), err)
 		if rec.cur == nil {
 			e.transitionLocked(rec, StateDisconnected, "could not be started: "+err.Error())
 		}

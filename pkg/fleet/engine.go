@@ -101,7 +101,7 @@ func (e *Engine) transitionLocked(rec *record, to State, why string) {
 // publishLocked publishes what readers see of rec.
 func publishLocked(rec *record) {
 	old := rec.view.Load()
-	v := &view{state: rec.state, probe: rec.cur, paused: rec.paused}
+	v := &view{state: rec.state, probe: rec.cur, paused: rec.paused, since: rec.since}
 	switch {
 	case rec.engaging != nil:
 		v.in = rec.engaging
@@ -194,24 +194,6 @@ func (e *Engine) Joining(name multicluster.ClusterName) bool {
 		return e.opts.Admission == nil || e.opts.Admission.Owns(name)
 	}
 	return false
-}
-
-// Status is one cluster's state, for listings.
-type Status struct {
-	Name  multicluster.ClusterName
-	State State
-}
-
-// Clusters lists every known cluster and its state, sorted by name.
-func (e *Engine) Clusters() []Status {
-	out := make([]Status, 0, e.records.len())
-	for rec := range e.records.all() {
-		if v := rec.view.Load(); v.state != StateGone && v.state != "" {
-			out = append(out, Status{Name: rec.name, State: v.state})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out
 }
 
 // Ready is a healthz.Checker for startup readiness: it passes once the

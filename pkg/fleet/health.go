@@ -205,6 +205,7 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 	// The common answer, an engaged cluster still healthy, changes nothing
 	// but the next probe's time: it takes no lock but the probe queue's.
 	if v := rec.view.Load(); res == probeOK && v.state == StateEngaged && v.probe == in && rec.failures.Load() == 0 {
+		rec.note.probed(now, now.Sub(start), res, nil)
 		e.health.setHealthy(rec, 1)
 		e.health.countProbe(rec, res)
 		if rec.view.Load() != v {
@@ -231,6 +232,7 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 		e.mu.Unlock()
 		return
 	}
+	rec.note.probed(now, now.Sub(start), res, err)
 	gauge := 0.0
 	if res == probeOK {
 		gauge = 1

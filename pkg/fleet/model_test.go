@@ -289,7 +289,9 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	defer func() {
 		reconciles.Wait()
 		stop()
-		<-stopped
+		if !t.Failed() && !returned(stopped) {
+			t.Errorf("seed %d: Start did not return within %s of its context ending", seed, startReturns)
+		}
 	}()
 
 	names := []string{"a", "b", "c", "d", "e"}
@@ -588,7 +590,10 @@ func shutDownWhileRead(t *testing.T, rng *rand.Rand, e *fleet.Engine, names []st
 	// Stop at some point of the readers' loops.
 	time.Sleep(time.Duration(rng.IntN(3)) * time.Millisecond)
 	stop()
-	<-stopped
+	if !returned(stopped) {
+		stopReaders()
+		return fail("Start did not return within %s of its context ending (a cluster it ran still runs, or a step never ends)", startReturns)
+	}
 	stopReaders()
 	wg.Wait()
 	read() // and after Start returned
@@ -621,6 +626,20 @@ func shutDownWhileRead(t *testing.T, rng *rand.Rand, e *fleet.Engine, names []st
 		return fail("after the engine stopped: %v", err)
 	}
 	return true
+}
+
+// startReturns bounds the wait for Start to return once its context ended:
+// the drain's bound (the model's DrainTimeout) and some. A Start that does
+// not return fails the seed rather than hanging the test.
+const startReturns = 20 * time.Second
+
+func returned(stopped <-chan struct{}) bool {
+	select {
+	case <-stopped:
+		return true
+	case <-time.After(startReturns):
+		return false
+	}
 }
 
 // modelLog keeps the engine's log and the schedule's steps of one seed, to

@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
@@ -197,7 +196,7 @@ func TestHealthCheckAndAvailabilitySeries(t *testing.T) {
 	e.RemoveMember(name)
 	fleettest.Eventually(t, 30*time.Second, func() error {
 		for _, m := range []string{"multicluster_cluster_engaged", "multicluster_cluster_probes_total", "multicluster_cluster_disconnected_seconds_total"} {
-			if n := seriesOf(t, m, name); n > 0 {
+			if _, n := fleettest.Metric(t, m, map[string]string{"cluster": name}); n > 0 {
 				return fmt.Errorf("%d series of %s left for the removed cluster", n, m)
 			}
 		}
@@ -237,27 +236,4 @@ func TestHealthCheckErrorIsRedacted(t *testing.T) {
 	if strings.Contains(logged.String(), "hunter2") {
 		t.Errorf("the check's error was logged with its credentials:\n%s", logged.String())
 	}
-}
-
-// seriesOf counts the series of metric name with the label cluster.
-func seriesOf(t *testing.T, name, cluster string) int {
-	t.Helper()
-	families, err := crmetrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "cluster" && l.GetValue() == cluster {
-					n++
-				}
-			}
-		}
-	}
-	return n
 }

@@ -74,6 +74,9 @@ type record struct {
 	// settled is latched once the record was engaged or declared
 	// disconnected: readiness reads it.
 	settled atomic.Bool
+	// note is the last probe's answer and the last error, for listings
+	// (status.go).
+	note statusNote
 }
 
 // view is what readers see of a record: replaced as a whole, never changed.
@@ -86,6 +89,8 @@ type view struct {
 	probe *instance
 	// paused: controllers hold its requests.
 	paused bool
+	// since is when the record entered state (listings show it).
+	since time.Time
 	// changed is closed when a view with another state, or another pause,
 	// replaces this one.
 	changed chan struct{}

@@ -7,4 +7,8 @@
 // multicluster.Aware runnables added to the manager (controllers among them),
 // and replays the current set to those added late, so no cluster is lost to
 // the order of registration.
+//
+// The manager serves the fleet's status endpoint, /clusters, on its metrics
+// listener: each cluster's state, since when, pause, owner, last probe and
+// last error (see package status and WithStatusEndpoint).
 package manager

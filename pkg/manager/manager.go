@@ -153,6 +153,9 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 	if err := mgr.AddReadyzCheck(ReadyzCheckName, m.fleet.Ready); err != nil {
 		return nil, fmt.Errorf("mcmanager: adding the readyz check %q: %w", ReadyzCheckName, err)
 	}
+	if err := m.serveStatus(o.statusPath); err != nil {
+		return nil, err
+	}
 	if runnable, ok := provider.(multicluster.ProviderRunnable); ok {
 		if err := mgr.Add(&providerRunnable{provider: runnable, aware: m}); err != nil {
 			return nil, fmt.Errorf("mcmanager: adding provider: %w", err)

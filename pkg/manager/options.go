@@ -26,6 +26,7 @@ type options struct {
 	sharding         func(manager.Manager) (fleet.Admission, error)
 	clusterOptions   func(multicluster.ClusterName) []cluster.Option
 	clusterSettings  clusters.SettingsFunc
+	statusPath       *string // nil: status.DefaultPath (statusendpoint.go)
 }
 
 // HealthOptions configure the probes of engaged clusters: every engaged

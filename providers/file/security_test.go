@@ -10,33 +10,15 @@ import (
 	"testing"
 	"time"
 
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	"github.com/mcruntime/multicluster-runtime/providers/file"
 )
 
-// skippedCount reads multicluster_file_provider_skipped_total{reason}.
-func skippedCount(t *testing.T, reason string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "multicluster_file_provider_skipped_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == reason {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+// skipped reads multicluster_file_provider_skipped_total{reason}.
+func skipped(t *testing.T, reason string) float64 {
+	v, _ := fleettest.Metric(t, "multicluster_file_provider_skipped_total", map[string]string{"reason": reason})
+	return v
 }
 
 // waitForLog waits until the captured logs contain every substring.
@@ -65,7 +47,7 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	writeAtomically(t, second, kubeconfig(t, map[string]int{"c": 2}))
 	writeAtomically(t, good, kubeconfig(t, map[string]int{"ok": 0}))
 
-	conflicts := skippedCount(t, "name-conflict")
+	conflicts := skipped(t, "name-conflict")
 	logs := &fleettest.LogBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{first, second, good}})
 	if err != nil {
@@ -75,7 +57,7 @@ func TestNameCollisionIsAnErrorNamingBoth(t *testing.T) {
 	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
 	// The error is quoted in the log line: its quotes are escaped.
 	waitForLog(t, logs, first+`\" context \"b.yaml+c`, second+`\" context \"c`, "several kubeconfig contexts")
-	if skippedCount(t, "name-conflict") <= conflicts {
+	if skipped(t, "name-conflict") <= conflicts {
 		t.Error("the name conflict was not counted")
 	}
 
@@ -119,7 +101,7 @@ func TestLargeAndSpecialFilesAreSkipped(t *testing.T) {
 	good := filepath.Join(dir, "good.yaml")
 	writeAtomically(t, good, kubeconfig(t, map[string]int{"ok": 0}))
 
-	tooLarge, notRegular := skippedCount(t, "too-large"), skippedCount(t, "not-regular")
+	tooLarge, notRegular := skipped(t, "too-large"), skipped(t, "not-regular")
 	logs := &fleettest.LogBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{large, fifo, good}})
 	if err != nil {
@@ -128,7 +110,7 @@ func TestLargeAndSpecialFilesAreSkipped(t *testing.T) {
 	tr := run(t, p, logs.Logger())
 	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{good + "+ok": 0})
 	waitForLog(t, logs, fmt.Sprintf("%q", large), "more than the limit", fmt.Sprintf("%q", fifo), "not a regular file")
-	if skippedCount(t, "too-large") <= tooLarge || skippedCount(t, "not-regular") <= notRegular {
+	if skipped(t, "too-large") <= tooLarge || skipped(t, "not-regular") <= notRegular {
 		t.Error("the skipped files were not counted")
 	}
 
@@ -148,7 +130,7 @@ func TestInvalidClusterNamesAreRefused(t *testing.T) {
 	path := filepath.Join(dir, "fleet.yaml")
 	writeAtomically(t, path, kubeconfig(t, map[string]int{"ok": 0, "forged\nINFO line": 1, "esc\x1b[2J": 2}))
 
-	invalid := skippedCount(t, "invalid-name")
+	invalid := skipped(t, "invalid-name")
 	logs := &fleettest.LogBuffer{}
 	p, err := file.New(file.Options{KubeconfigFiles: []string{path}})
 	if err != nil {
@@ -156,7 +138,7 @@ func TestInvalidClusterNamesAreRefused(t *testing.T) {
 	}
 	fleettest.ExpectEngaged(t, run(t, p, logs.Logger()), map[multicluster.ClusterName]int{path + "+ok": 0})
 	waitForLog(t, logs, "invalid cluster name")
-	if skippedCount(t, "invalid-name") <= invalid {
+	if skipped(t, "invalid-name") <= invalid {
 		t.Error("the invalid names were not counted")
 	}
 	if all := logs.String(); strings.Contains(all, "forged\nINFO") || strings.Contains(all, "\x1b") {

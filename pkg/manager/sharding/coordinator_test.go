@@ -10,7 +10,6 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
@@ -154,28 +153,10 @@ func TestAcquireWaitsForRelease(t *testing.T) {
 	}
 }
 
-// fenceEvents reads multicluster_sharding_fence_events_total for a group.
+// fenceEvents reads multicluster_sharding_fence_events_total{group,event}.
 func fenceEvents(t *testing.T, group, event string) float64 {
-	t.Helper()
-	families, err := metrics.Registry.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() != "multicluster_sharding_fence_events_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["group"] == group && labels["event"] == event {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
+	v, _ := fleettest.Metric(t, "multicluster_sharding_fence_events_total", map[string]string{"group": group, "event": event})
+	return v
 }
 
 // A stopping coordinator ends every fenced context with ErrStopping.
