@@ -10,6 +10,13 @@
 // waits (bounded) for the cache and engages it, never touching a
 // replacement when it tears a replaced cluster down.
 //
+// Members builds each cluster with the manager's settings hook
+// (SettingsFunc, given by mcmanager.WithClusterSettings and carried in the
+// build's context), which sees the cluster's name, its source object
+// (SetSource) and a copy of its config without credentials, and may change
+// its client settings only; SetPaused publishes a pause from the source
+// without rebuilding.
+//
 // A provider only decides which clusters exist; Clusters does the rest:
 //
 //	type Provider struct {

@@ -103,11 +103,10 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 // hears of every failed attempt and, with nil, of the engagement, and of a
 // bearer token about to expire while its source gave no other (an
 // *ExpiringCredentialsError, see ExpiryWarningShare; without report, it is
-// logged). It
-// reports whether name was wanted before (replaced) and whether a new
-// cluster is built for it (changed), for the provider's log: an unchanged
-// hash is not published again (the engine, which decides, would ignore it
-// anyway).
+// logged). It reports whether name was wanted before (replaced) and whether
+// a new cluster is built for it (changed), for the provider's log: an
+// unchanged hash is not published again (the engine, which decides, would
+// ignore it anyway).
 //
 // What cfg says is split in two (SplitCredentials): where the cluster is and
 // who the controller is there. A change of where builds a new cluster, which
@@ -124,7 +123,15 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 // Set and Remove reach the engine in the order they were called (under the
 // members' lock): what the provider decided last for a name is what the
 // engine holds.
-func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error)) (replaced, changed bool) {
+//
+// opts add the source object the settings hook sees (SetSource) and the
+// pause (SetPaused): publishing the same hash with another pause changes the
+// pause only, and the source is remembered for the next build.
+func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Config, report func(error), opts ...SetOption) (replaced, changed bool) {
+	var o setOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ctx == nil || m.ctx.Err() != nil {
@@ -132,6 +139,13 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	}
 	w, known := m.hashes[name]
 	if known && w.hash == hash {
+		repause := w.paused != o.paused
+		w.source, w.paused = o.source, o.paused
+		m.hashes[name] = w
+		if repause && w.build != nil {
+			// The same key again: the engine changes the pause only.
+			m.pub.SetMember(m.memberLocked(name, w, report))
+		}
 		return true, false
 	}
 	where, who := SplitCredentials(cfg)
@@ -158,17 +172,30 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 		// A certificate that does not parse is left to client-go,
 		// whose error the build reports.
 		w = wanted{key: key, published: key, creds: newCredentials(who, who.hasCert() && strings.HasPrefix(key, "endpoint:"))}
+		w.build = build{m, name, where, w.creds}.build
 	}
-	w.hash = hash
+	w.hash, w.source, w.paused = hash, o.source, o.paused
 	w.expiry = m.watchExpiry(name, who.BearerToken, report, expiry)
 	m.hashes[name] = w
-	// The same key again only updates the engine's Report and Refresh.
-	member := fleet.Member{Name: name, Hash: w.published, Report: report, Build: build{m, where, w.creds}.build}
+	// The same key again only updates the engine's Report, Refresh and pause.
+	m.pub.SetMember(m.memberLocked(name, w, report))
+	return known, !rotated
+}
+
+// memberLocked is the fleet member of w.
+func (m *Members) memberLocked(name multicluster.ClusterName, w wanted, report func(error)) fleet.Member {
+	member := fleet.Member{Name: name, Hash: w.published, Report: report, Build: w.build, Paused: w.paused}
 	if m.Refresh != nil {
 		member.Refresh = func() { m.Refresh(name) }
 	}
-	m.pub.SetMember(member)
-	return known, !rotated
+	return member
+}
+
+// source returns the source object last given for name, for its build.
+func (m *Members) source(name multicluster.ClusterName) client.Object {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.hashes[name].source
 }
 
 // SetCluster wants name to run the pre-built cluster cl: the engine starts it
@@ -202,30 +229,47 @@ type wanted struct {
 	// for a new attempt with credentials rotated while nothing ran.
 	published string
 	// creds holds the credentials of the clusters built for key; nil for
-	// a pre-built cluster.
+	// a pre-built cluster, as is build.
 	creds *credentials
+	build func(context.Context) (cluster.Cluster, error)
 	// expiry warns of the expiry of the bearer token; nil for none.
 	expiry *expiryWatch
+	// source and paused: see SetSource and SetPaused.
+	source client.Object
+	paused bool
 }
 
 // build is a member's Build: it builds from where, with the credentials
 // creds holds at the time.
 type build struct {
 	m     *Members
+	name  multicluster.ClusterName
 	where *rest.Config
 	creds *credentials
 }
 
-// build probes the server, builds the cluster and applies every index
-// registered so far, before the engine starts its cache.
+// build applies the settings hook, probes the server, builds the cluster
+// and applies every index registered so far, before the engine starts its
+// cache.
 func (b build) build(ctx context.Context) (cluster.Cluster, error) {
-	m, cfg := b.m, withCredentials(b.where, b.creds.cur.Load().who)
+	m, where := b.m, b.where
+	// The manager's options (see ContextWithOptions) come first: the
+	// provider's own are more specific, and the hook's, for this cluster
+	// alone, more specific still.
+	opts := append(OptionsFromContext(ctx), m.ClusterOptions...)
+	if hook := SettingsFromContext(ctx); hook != nil {
+		// Before the credentials go in: the hook never sees them.
+		adjusted, more, err := applySettings(hook, b.name, m.source(b.name), where)
+		if err != nil {
+			return nil, err
+		}
+		where, opts = adjusted, append(opts, more...)
+	}
+	cfg := withCredentials(where, b.creds.cur.Load().who)
 	if err := probe(ctx, cfg); err != nil {
 		return nil, err
 	}
-	// The manager's options (see ContextWithOptions) come first: the
-	// provider's own are more specific.
-	cl, err := newCluster(cfg, b.creds, append(OptionsFromContext(ctx), m.ClusterOptions...)...)
+	cl, err := newCluster(cfg, b.creds, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster: %w", err)
 	}

@@ -21,6 +21,11 @@
 //     per change, not in a retry loop;
 //   - readiness: Listed is closed once every object present at start-up has
 //     been considered.
+//   - pause by annotation: an object annotated PausedAnnotation "true" has
+//     its cluster paused, never rebuilt (Desired.Paused);
+//   - the object reaches the manager's settings hook
+//     (mcmanager.WithClusterSettings) when its cluster is built, and
+//     Options.HealthCheck joins the manager's probes of the kit's clusters.
 //
 // A provider embeds *Kit[T], which gives it the multicluster.Provider and
 // ProviderRunnable methods, Listed and SetupWithManager. The contributor

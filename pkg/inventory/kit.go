@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -32,10 +33,11 @@ import (
 )
 
 var (
-	_ multicluster.Provider         = &Kit[*corev1.Secret]{}
-	_ multicluster.ProviderRunnable = &Kit[*corev1.Secret]{}
-	_ multicluster.ListingProvider  = &Kit[*corev1.Secret]{}
-	_ reconcile.Reconciler          = &Kit[*corev1.Secret]{}
+	_ multicluster.Provider          = &Kit[*corev1.Secret]{}
+	_ multicluster.ProviderRunnable  = &Kit[*corev1.Secret]{}
+	_ multicluster.ListingProvider   = &Kit[*corev1.Secret]{}
+	_ reconcile.Reconciler           = &Kit[*corev1.Secret]{}
+	_ mcmanager.ClusterHealthChecker = &Kit[*corev1.Secret]{}
 )
 
 // Kit runs an inventory provider. Embed *Kit[T] in the provider.
@@ -231,9 +233,39 @@ func (k *Kit[T]) Reconcile(ctx context.Context, req reconcile.Request) (reconcil
 		return k.report(log, obj, err)
 	}
 	if d.Withdrawn == "" {
-		k.publish(log, k.ref(obj), d)
+		d.Paused = d.Paused || k.pausedBy(log, obj)
+		k.publish(log, k.ref(obj), sourceOf(obj), d)
 	}
 	return reconcile.Result{}, nil
+}
+
+// sourceOf is what the settings hook sees of obj, kept with the member until
+// it is built again: obj without its managed fields and, for a Secret,
+// without its data, so that the hook never sees credentials.
+func sourceOf(obj client.Object) client.Object {
+	if s, ok := obj.(*corev1.Secret); ok {
+		obj = &corev1.Secret{TypeMeta: s.TypeMeta, ObjectMeta: *s.ObjectMeta.DeepCopy(), Type: s.Type}
+	}
+	obj.SetManagedFields(nil)
+	return obj
+}
+
+// pausedBy reads PausedAnnotation of obj; another value than "true" or
+// "false" is reported once per change of obj and does not pause.
+func (k *Kit[T]) pausedBy(log logr.Logger, obj T) bool {
+	v, ok := obj.GetAnnotations()[PausedAnnotation]
+	switch {
+	case !ok || v == "false":
+		return false
+	case v == "true":
+		return true
+	}
+	err := fmt.Errorf("annotation %s is %q, neither \"true\" nor \"false\": the cluster is not paused", PausedAnnotation, v)
+	if k.reportOnce(client.ObjectKeyFromObject(obj), "paused/"+obj.GetResourceVersion()) {
+		log.Error(err, "Ignoring an invalid annotation")
+		k.warn(k.ref(obj), ReasonInvalidPausedAnnotation, err)
+	}
+	return false
 }
 
 // get returns the object of key if a cache holds it and it is not being
@@ -253,8 +285,9 @@ func (k *Kit[T]) get(ctx context.Context, key client.ObjectKey) (obj T, found bo
 }
 
 // publish wants d's cluster to run; the engine builds and engages it, and
-// its report becomes an Event on obj.
-func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
+// its report becomes an Event on ref. source, if not nil, is the object d was
+// read from, for the settings hook (clusters.SettingsFunc).
+func (k *Kit[T]) publish(log logr.Logger, ref, source client.Object, d Desired) {
 	log = log.WithValues(d.LogValues...)
 	replaced, changed := k.members.Set(d.Name, d.Hash, d.Config, func(err error) {
 		if expiring := (*clusters.ExpiringCredentialsError)(nil); errors.As(err, &expiring) {
@@ -271,7 +304,7 @@ func (k *Kit[T]) publish(log logr.Logger, ref client.Object, d Desired) {
 			return
 		}
 		k.recorder.Eventf(ref, nil, corev1.EventTypeNormal, ReasonEngaged, "Engage", "Cluster %q engaged", d.Name)
-	})
+	}, clusters.SetSource(source), clusters.SetPaused(d.Paused))
 	switch {
 	case !changed: // a change of something else, or a resync
 	case replaced:
@@ -306,6 +339,12 @@ func (k *Kit[T]) report(log logr.Logger, obj T, err error) (reconcile.Result, er
 
 func (k *Kit[T]) warn(ref client.Object, reason string, err error) {
 	k.recorder.Eventf(ref, nil, corev1.EventTypeWarning, reason, "Engage", "%s", err.Error())
+}
+
+// ClusterHealthCheck returns Options.HealthCheck, which the manager runs on
+// every probe of the kit's clusters (mcmanager.ClusterHealthChecker).
+func (k *Kit[T]) ClusterHealthCheck() func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	return k.opts.HealthCheck
 }
 
 // Listed is closed once every object present when the kit's caches synced

@@ -136,7 +136,7 @@ func (k *Kit[T]) publishAll(log logr.Logger, desired []Desired) {
 		holder := k.arbitrate(name, desired, entries[name])
 		k.reportShared(log, name, desired, entries[name], holder)
 		if d := desired[holder]; d.Config != nil {
-			k.publish(log.WithValues("cluster", name), nil, d)
+			k.publish(log.WithValues("cluster", name), nil, nil, d)
 		}
 	}
 	for name := range k.shared {

@@ -29,6 +29,21 @@ const (
 	ReasonCredentialsExpiring = "ClusterCredentialsExpiring"
 )
 
+// PausedAnnotation, set to "true" on an inventory object (a kubeconfig
+// Secret, a Cluster API Cluster, a ClusterProfile, any object a provider
+// built on the kit reads), pauses its cluster: it stays engaged and its
+// caches keep running, and every multi-cluster controller holds its
+// requests until the annotation is removed (or set to "false"), then
+// reconciles each once (see mcmanager.ClusterPauser). Adding or removing it
+// never rebuilds the cluster. Every replica reads the same object, so under
+// sharding the pause follows the cluster to its next owner. Another value is
+// reported once per change of the object and counts as not paused.
+const PausedAnnotation = "multicluster-runtime.io/paused"
+
+// ReasonInvalidPausedAnnotation is the Event reason of a PausedAnnotation
+// that is neither "true" nor "false".
+const ReasonInvalidPausedAnnotation = "InvalidPausedAnnotation"
+
 // Desired is what one inventory object asks for.
 type Desired struct {
 	// Name of the cluster. The kit refuses names clusters.ValidateClusterName
@@ -45,6 +60,11 @@ type Desired struct {
 	// now: the one it asked for before, if any, is disengaged, even when
 	// Desire also returns an error to report (credentials gone, say).
 	Withdrawn string
+	// Paused pauses the cluster (see PausedAnnotation) without rebuilding
+	// it. For objects the kit sets it from PausedAnnotation itself, after
+	// Desire: a provider sets it only to pause for a reason of its own.
+	// Providers with a List set it from their listing.
+	Paused bool
 	// LogValues are key/value pairs added to the line the kit logs when it
 	// engages or re-creates the cluster, such as how the cluster is reached.
 	// Never credentials.
@@ -112,6 +132,11 @@ type Options[T client.Object] struct {
 	RateLimiter workqueue.TypedRateLimiter[reconcile.Request]
 	// ClusterOptions are applied to every cluster built.
 	ClusterOptions []cluster.Option
+	// HealthCheck, if set, checks the health of each of the provider's
+	// clusters on every probe, after /readyz and the manager's own check
+	// (mcmanager.HealthOptions.Check): "this CRD is served", say. An error
+	// counts as a failed probe. See mcmanager.ClusterHealthChecker.
+	HealthCheck func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 
 	// List, for an inventory that cannot be watched (the local kind
 	// clusters, say), replaces Object and Desire: the kit calls it every

@@ -113,10 +113,11 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 		Manager:        mgr,
 		provider:       provider,
 		clusterOptions: o.clusterOptions,
+		settings:       o.clusterSettings,
 	}
 	engineOpts := fleet.Options{
 		Logger:           mgr.GetLogger().WithName("fleet"),
-		Health:           o.health,
+		Health:           withProviderCheck(o.health, provider),
 		CacheSyncTimeout: o.cacheSyncTimeout,
 		ListingTimeout:   o.listingTimeout,
 	}
@@ -182,6 +183,7 @@ type mcManager struct {
 	adm            hostAdmission
 	local          *hostManager                                    // GetLocalManager under sharding
 	clusterOptions func(multicluster.ClusterName) []cluster.Option // nil unless WithClusterOptions
+	settings       clusters.SettingsFunc                           // nil unless WithClusterSettings
 }
 
 // ReconcileRecorder is implemented by the Multi-Cluster Manager: controllers
@@ -306,12 +308,22 @@ func (m *mcManager) SetMember(member fleet.Member) {
 		m.GetLogger().Error(errors.New(`the cluster name "" is reserved for the host cluster`), "Ignoring member")
 		return
 	}
-	if build := member.Build; build != nil && m.clusterOptions != nil {
+	if build := member.Build; build != nil && (m.clusterOptions != nil || m.settings != nil) {
 		// The provider's builder (pkg/clusters.Members) reads them from the
-		// context; see clusters.ContextWithOptions.
+		// context; see clusters.ContextWithOptions and ContextWithSettings.
 		name := member.Name
 		member.Build = func(ctx context.Context) (cluster.Cluster, error) {
-			return build(clusters.ContextWithOptions(ctx, m.clusterOptions(name)...))
+			if m.clusterOptions != nil {
+				ctx = clusters.ContextWithOptions(ctx, m.clusterOptions(name)...)
+			}
+			if m.settings != nil {
+				// The name the manager knows (a wrapper such as the multi
+				// provider's prefixes the provider's own).
+				ctx = clusters.ContextWithSettings(ctx, func(_ multicluster.ClusterName, source client.Object, cfg *rest.Config) []cluster.Option {
+					return m.settings(name, source, cfg)
+				})
+			}
+			return build(ctx)
 		}
 	}
 	m.fleet.SetMember(member)

@@ -3,9 +3,12 @@ package manager
 import (
 	"time"
 
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/manager/sharding"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -22,6 +25,7 @@ type options struct {
 	listingTimeout   time.Duration
 	sharding         func(manager.Manager) (fleet.Admission, error)
 	clusterOptions   func(multicluster.ClusterName) []cluster.Option
+	clusterSettings  clusters.SettingsFunc
 	statusPath       *string // nil: status.DefaultPath (statusendpoint.go)
 }
 
@@ -130,6 +134,51 @@ func WithClusterOptionsFor(forCluster func(name multicluster.ClusterName) []clus
 				return forCluster(name)
 			}
 			return append(prev(name), forCluster(name)...)
+		}
+	}
+}
+
+// ClusterSettingsFunc adjusts one cluster's client settings and options when
+// it is built; see clusters.SettingsFunc.
+type ClusterSettingsFunc = clusters.SettingsFunc
+
+// WithClusterSettings adjusts the client of each cluster the manager's fleet
+// engine builds for a provider built on pkg/clusters.Members or
+// pkg/inventory (file, kubeconfig, kind, cluster-api, cluster-inventory-api,
+// ...), by its name and the inventory object it was read from (nil for
+// providers that read none): hook may change a copy of the cluster's
+// rest.Config — QPS, Burst, Timeout, UserAgent and the other client
+// settings — and returns cluster options for that cluster alone (its cache
+// scope, say), applied after those of WithClusterOptions and the provider's.
+// It may not change the server, its trust, the proxy, the transport or the
+// credentials: such a build fails, naming the cluster and the fields, and is
+// reported on the source object and retried as any failed build. By
+// default, no hook: every cluster is built as its provider says (no
+// client-side rate limit, see clusters.NewCluster). The hook runs at every
+// build, on the engine's goroutine for the cluster; keep it fast and do not
+// call the manager from it. Hooks given more than once run in order, each on
+// the config the previous one adjusted.
+//
+// For example, a lower rate for one member:
+//
+//	mcmanager.WithClusterSettings(func(name multicluster.ClusterName, _ client.Object, cfg *rest.Config) []cluster.Option {
+//		if name == "edge-17" {
+//			cfg.QPS, cfg.Burst = 5, 10
+//		}
+//		return nil
+//	})
+func WithClusterSettings(hook ClusterSettingsFunc) Option {
+	return func(o *options) {
+		if hook == nil {
+			return
+		}
+		prev := o.clusterSettings
+		if prev == nil {
+			o.clusterSettings = hook
+			return
+		}
+		o.clusterSettings = func(name multicluster.ClusterName, source client.Object, cfg *rest.Config) []cluster.Option {
+			return append(prev(name, source, cfg), hook(name, source, cfg)...)
 		}
 	}
 }

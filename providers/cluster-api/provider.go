@@ -63,6 +63,11 @@ const (
 type Options struct {
 	// ClusterOptions are applied to every cluster the provider creates.
 	ClusterOptions []cluster.Option
+	// HealthCheck, if set, checks the health of each of the provider's
+	// clusters on every probe, after /readyz and the manager's own check
+	// (mcmanager.HealthOptions.Check): "this CRD is served", say. An error
+	// counts as a failed probe. See mcmanager.ClusterHealthChecker.
+	HealthCheck func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 	// ObjectToWatch is the Cluster type read from the host:
 	// &v1beta2.Cluster{} (the default) or &v1beta1.Cluster{} for older
 	// installations. Other types are refused by SetupWithManager.
@@ -133,6 +138,7 @@ func New(opts Options) *Provider {
 		// A missing or bad Secret is retried, slowly: each failure records an Event.
 		RateLimiter:    workqueue.NewTypedItemExponentialFailureRateLimiter[reconcile.Request](time.Second, 2*time.Minute),
 		ClusterOptions: opts.ClusterOptions,
+		HealthCheck:    opts.HealthCheck,
 	})
 	return p
 }

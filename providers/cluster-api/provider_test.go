@@ -39,6 +39,8 @@ type env struct {
 	tracker *fleettest.Tracker
 	logs    *fleettest.LogBuffer
 	mgr     mcmanager.Manager
+	// setup, if set, adds controllers to the manager before it runs.
+	setup func(mcmanager.Manager)
 }
 
 // start creates a namespace on control plane h and runs a manager with a
@@ -104,6 +106,9 @@ func (e *env) run(t *testing.T, h int, opts capi.Options, identity func(ns strin
 	}
 	if err := mgr.Add(e.tracker); err != nil {
 		t.Fatal(err)
+	}
+	if e.setup != nil {
+		e.setup(mgr)
 	}
 	t.Cleanup(func() { // after the manager stopped
 		if got := e.tracker.Engaged(); len(got) > 0 {

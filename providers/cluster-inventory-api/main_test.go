@@ -178,11 +178,19 @@ type env struct {
 	provider *clusterinventoryapi.Provider
 	tracker  *fleettest.Tracker
 	logs     *fleettest.LogBuffer
+	mgr      mcmanager.Manager
 }
 
 // start creates a namespace on the hub and runs a manager with a provider
 // for it, configured by opts, until the test ends.
 func start(t testing.TB, opts clusterinventoryapi.Options) *env {
+	t.Helper()
+	return startSetUp(t, opts, nil)
+}
+
+// startSetUp is start that lets setup, if not nil, add controllers to the
+// manager before it runs.
+func startSetUp(t testing.TB, opts clusterinventoryapi.Options, setup func(mcmanager.Manager)) *env {
 	t.Helper()
 	ctx := context.Background()
 	hub, err := client.New(fleet.Config(0), client.Options{Scheme: scheme})
@@ -213,6 +221,10 @@ func start(t testing.TB, opts clusterinventoryapi.Options) *env {
 	if err := mgr.Add(e.tracker); err != nil {
 		t.Fatal(err)
 	}
+	if setup != nil {
+		setup(mgr)
+	}
+	e.mgr = mgr
 	t.Cleanup(func() { // after the manager stopped
 		if got := e.tracker.Engaged(); len(got) > 0 {
 			t.Errorf("clusters still engaged after the manager stopped: %v", got)

@@ -51,6 +51,11 @@ type Options struct {
 	AccessProviders []AccessProvider
 	// ClusterOptions are applied to every cluster the provider creates.
 	ClusterOptions []cluster.Option
+	// HealthCheck, if set, checks the health of each of the provider's
+	// clusters on every probe, after /readyz and the manager's own check
+	// (mcmanager.HealthOptions.Check): "this CRD is served", say. An error
+	// counts as a failed probe. See mcmanager.ClusterHealthChecker.
+	HealthCheck func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 	// IsReady decides whether a profile's cluster should be engaged.
 	// Default ControlPlaneHealthy.
 	IsReady func(*v1alpha1.ClusterProfile) bool
@@ -177,6 +182,7 @@ func New(opts Options) (*Provider, error) {
 		Namespaces:        namespaces,
 		InvalidNameReason: ReasonInvalidProfile,
 		ClusterOptions:    opts.ClusterOptions,
+		HealthCheck:       opts.HealthCheck,
 	})
 	return p, nil
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -35,6 +36,27 @@ const (
 	// many Debounce periods after its first event.
 	maxDebounceFactor = 10
 )
+
+// PausedExtension is the name of a kubeconfig context extension that pauses
+// the context's cluster when its value is "true" (the name of
+// inventory.PausedAnnotation, the pause of every other inventory):
+//
+//	contexts:
+//	- name: edge-17
+//	  context:
+//	    cluster: edge-17
+//	    user: edge-17
+//	    extensions:
+//	    - name: multicluster-runtime.io/paused
+//	      extension: "true"
+//
+// The cluster stays engaged and its caches keep running; controllers hold
+// its requests until the extension is removed (or set to "false"), then
+// reconcile each once (see mcmanager.ClusterPauser). Adding or removing it
+// never rebuilds the cluster. Another value makes the context malformed: it
+// is skipped and logged, and its cluster keeps its last good configuration
+// and pause.
+const PausedExtension = inventory.PausedAnnotation
 
 // DefaultKubeconfigGlobs are the file name patterns read in
 // Options.KubeconfigDirs when Options.KubeconfigGlobs is empty. Hidden files
@@ -77,6 +99,11 @@ type Options struct {
 
 	// ClusterOptions are applied to every cluster the provider creates.
 	ClusterOptions []cluster.Option
+	// HealthCheck, if set, checks the health of each of the provider's
+	// clusters on every probe, after /readyz and the manager's own check
+	// (mcmanager.HealthOptions.Check): "this CRD is served", say. An error
+	// counts as a failed probe. See mcmanager.ClusterHealthChecker.
+	HealthCheck func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 
 	// Debounce is how long a burst of file system events must be quiet before
 	// the files are read again (at most ten times this after the burst's first
@@ -188,6 +215,12 @@ func (p *Provider) clusterName(path, context string) multicluster.ClusterName {
 		return p.opts.ClusterName(path, context)
 	}
 	return path + p.opts.Separator + context
+}
+
+// ClusterHealthCheck returns Options.HealthCheck, which the manager runs on
+// every probe of the provider's clusters (mcmanager.ClusterHealthChecker).
+func (p *Provider) ClusterHealthCheck() func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	return p.opts.HealthCheck
 }
 
 // Listed is closed once Start has read the files and published every cluster
@@ -321,7 +354,7 @@ func (p *Provider) read(log logr.Logger) {
 	for _, name := range names {
 		w := res.clusters[name]
 		p.paths[name] = w.path
-		switch replaced, changed := p.members.Set(name, w.hash, w.config, nil); {
+		switch replaced, changed := p.members.Set(name, w.hash, w.config, nil, pkgclusters.SetPaused(w.paused)); {
 		case !changed:
 		case replaced:
 			log.Info("Re-creating cluster: its configuration changed", "cluster", name, "file", w.path, "context", w.context)

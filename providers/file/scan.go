@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -31,6 +33,7 @@ type wanted struct {
 	context string
 	hash    string
 	config  *rest.Config
+	paused  bool // see PausedExtension
 }
 
 // scanResult is what one pass over the files found.
@@ -258,7 +261,10 @@ var execAPIVersions = []string{"client.authentication.k8s.io/v1", "client.authen
 // resolveContext builds the rest.Config of one context, and a hash of
 // everything it depends on: the context, its cluster and its user.
 func resolveContext(cfg *clientcmdapi.Config, path, ctxName string) (wanted, error) {
-	kctx := cfg.Contexts[ctxName]
+	kctx, paused, err := withoutPause(cfg.Contexts[ctxName])
+	if err != nil {
+		return wanted{}, err
+	}
 	mini := clientcmdapi.NewConfig()
 	mini.CurrentContext = ctxName
 	mini.Contexts[ctxName] = kctx
@@ -283,5 +289,36 @@ func resolveContext(cfg *clientcmdapi.Config, path, ctxName string) (wanted, err
 		return wanted{}, fmt.Errorf("hashing: %w", err)
 	}
 	sum := sha256.Sum256(serialized)
-	return wanted{path: path, context: ctxName, hash: hex.EncodeToString(sum[:]), config: restCfg}, nil
+	return wanted{path: path, context: ctxName, hash: hex.EncodeToString(sum[:]), config: restCfg, paused: paused}, nil
+}
+
+// withoutPause reads the context's PausedExtension and returns a copy of the
+// context without it, so that pausing or resuming changes nothing the
+// cluster is built from (its hash).
+func withoutPause(kctx *clientcmdapi.Context) (*clientcmdapi.Context, bool, error) {
+	ext, ok := kctx.Extensions[PausedExtension]
+	if !ok {
+		return kctx, false, nil
+	}
+	var paused bool
+	switch raw := extensionValue(ext); raw {
+	case `"true"`, "true":
+		paused = true
+	case `"false"`, "false":
+	default:
+		return nil, false, fmt.Errorf(`context extension %s is %.40s: want "true" or "false"`, PausedExtension, raw)
+	}
+	c := *kctx
+	c.Extensions = maps.Clone(kctx.Extensions)
+	delete(c.Extensions, PausedExtension)
+	return &c, paused, nil
+}
+
+// extensionValue is the JSON of an extension as clientcmd loaded it (an
+// extension without apiVersion and kind stays raw).
+func extensionValue(ext runtime.Object) string {
+	if u, ok := ext.(*runtime.Unknown); ok {
+		return strings.TrimSpace(string(u.Raw))
+	}
+	return fmt.Sprintf("an object of type %T", ext)
 }

@@ -40,6 +40,7 @@ type env struct {
 	tracker *fleettest.Tracker
 	logs    *fleettest.LogBuffer
 	mgr     mcmanager.Manager
+	stop    func() // stops the manager before the test ends
 }
 
 // start creates a namespace on the host, and runs a manager with a
@@ -62,8 +63,9 @@ func startWith(t *testing.T, identity func(ns string) *rest.Config, opts kubecon
 }
 
 // startSetUp is startWith that lets setup, if not nil, add controllers to
-// the manager before it runs.
-func startSetUp(t *testing.T, identity func(ns string) *rest.Config, opts kubeconfig.Options, setup func(mcmanager.Manager)) *env {
+// the manager before it runs, and gives the manager mcOpts. A test's own
+// namespace is created unless opts.Namespace names one (another replica's).
+func startSetUp(t *testing.T, identity func(ns string) *rest.Config, opts kubeconfig.Options, setup func(mcmanager.Manager), mcOpts ...mcmanager.Option) *env {
 	t.Helper()
 	ctx := context.Background()
 	host, err := client.New(fleet.Config(0), client.Options{})
@@ -71,7 +73,9 @@ func startSetUp(t *testing.T, identity func(ns string) *rest.Config, opts kubeco
 		t.Fatal(err)
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "kubeconfig-"}}
-	if err := host.Create(ctx, ns); err != nil {
+	if opts.Namespace != "" {
+		ns.Name = opts.Namespace
+	} else if err := host.Create(ctx, ns); err != nil {
 		t.Fatal(err)
 	}
 	e := &env{ns: ns.Name, host: host, tracker: fleettest.NewTracker(), logs: &fleettest.LogBuffer{}}
@@ -86,7 +90,7 @@ func startSetUp(t *testing.T, identity func(ns string) *rest.Config, opts kubeco
 		Logger:     e.logs.Logger(),
 		Metrics:    server.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}, mcOpts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +110,7 @@ func startSetUp(t *testing.T, identity func(ns string) *rest.Config, opts kubeco
 		}
 		_ = host.Delete(context.Background(), ns)
 	})
-	fleettest.RunManager(t, mgr)
+	e.stop = fleettest.RunManager(t, mgr)
 
 	return e
 }

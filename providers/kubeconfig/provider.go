@@ -83,6 +83,11 @@ type Options struct {
 	// from its kubeconfig (rate limits, timeouts, user agent), in order. An
 	// error refuses the Secret's cluster, reported on the Secret.
 	RESTOptions []func(cfg *rest.Config) error
+	// HealthCheck, if set, checks the health of each of the provider's
+	// clusters on every probe, after /readyz and the manager's own check
+	// (mcmanager.HealthOptions.Check): "this CRD is served", say. An error
+	// counts as a failed probe. See mcmanager.ClusterHealthChecker.
+	HealthCheck func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 }
 
 // Provider engages one cluster per labelled kubeconfig Secret. Create it with
@@ -125,6 +130,7 @@ func New(opts Options) *Provider {
 		Selectors:         selectors,
 		InvalidNameReason: ReasonInvalidKubeconfig,
 		ClusterOptions:    opts.ClusterOptions,
+		HealthCheck:       opts.HealthCheck,
 	})
 	return p
 }

@@ -45,6 +45,8 @@ type Options struct {
 	ChannelSize int
 }
 
+var _ mcmanager.ClusterHealthChecker = &Provider{}
+
 // Provider composes providers under name prefixes.
 type Provider struct {
 	sep         string
@@ -317,6 +319,34 @@ func (m *Provider) Get(ctx context.Context, clusterName multicluster.ClusterName
 		return nil, fmt.Errorf("cluster %q: %w", clusterName, err)
 	}
 	return cl, nil
+}
+
+// ClusterHealthCheck passes the health checks of the inner providers on
+// (mcmanager.ClusterHealthChecker): each cluster "<prefix><sep><name>" is
+// checked by its provider's check, if it has one, under the inner name.
+// Inner providers are added while running, so the check is always there;
+// for a cluster whose provider has none it only looks the provider up.
+func (m *Provider) ClusterHealthCheck() func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+	return func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
+		prefix, inner, ok := strings.Cut(name, m.sep)
+		if !ok {
+			return nil // not one of ours: Engage'd by someone else
+		}
+		m.mu.Lock()
+		ip, ok := m.providers[prefix]
+		m.mu.Unlock()
+		if !ok {
+			return nil
+		}
+		hc, ok := ip.provider.(mcmanager.ClusterHealthChecker)
+		if !ok {
+			return nil
+		}
+		if check := hc.ClusterHealthCheck(); check != nil {
+			return check(ctx, inner, cl)
+		}
+		return nil
+	}
 }
 
 // IndexField registers an index with every inner provider, and with every

@@ -1,0 +1,175 @@
+package clusters
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strings"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+)
+
+// SettingsFunc adjusts the client of one cluster when it is built: it may
+// change cfg's client settings (QPS, Burst, Timeout, UserAgent, content
+// types, the warning handler, a rate limiter) and returns cluster options
+// for it alone (its cache scope, say), applied after every other option.
+// source is the inventory object the cluster was read from (a kubeconfig
+// Secret, a Cluster API Cluster, a ClusterProfile), or nil for providers that
+// read none; treat it as read-only. The kit (pkg/inventory) hands it over
+// without managed fields and, for a Secret, without its data.
+//
+// cfg is a copy made for this build, without credentials: the hook cannot
+// change the provider's config, and it may not change where the cluster is
+// or who the controller is there (the server, its CA and TLS settings, the
+// proxy, the transport, credentials, impersonation): a build whose hook
+// changed any of these fails with an error naming the cluster and the
+// fields, reported as any failed build is, and the cluster is not built.
+//
+// The hook runs at each build: a change of the source object that does not
+// change what the cluster is built from (its annotations, say) takes effect
+// the next time the cluster is built, not at once.
+type SettingsFunc func(name multicluster.ClusterName, source client.Object, cfg *rest.Config) []cluster.Option
+
+type settingsKey struct{}
+
+// ContextWithSettings returns ctx carrying the settings hook for the cluster
+// built under it, after any ctx carries already. The Multi-Cluster Manager
+// (mcmanager.WithClusterSettings) gives it to every member its fleet engine
+// builds for a provider; Members, and so every provider built on it or on
+// pkg/inventory, applies it.
+func ContextWithSettings(ctx context.Context, hook SettingsFunc) context.Context {
+	if hook == nil {
+		return ctx
+	}
+	if prev := SettingsFromContext(ctx); prev != nil {
+		first := hook
+		hook = func(name multicluster.ClusterName, source client.Object, cfg *rest.Config) []cluster.Option {
+			return append(prev(name, source, cfg), first(name, source, cfg)...)
+		}
+	}
+	return context.WithValue(ctx, settingsKey{}, hook)
+}
+
+// SettingsFromContext returns the settings hook ctx carries, or nil.
+func SettingsFromContext(ctx context.Context) SettingsFunc {
+	hook, _ := ctx.Value(settingsKey{}).(SettingsFunc)
+	return hook
+}
+
+// applySettings runs hook on a copy of where (a config without credentials,
+// see SplitCredentials) and returns where with the client settings the hook
+// set, and the hook's options; or an error naming the cluster if the hook
+// changed where the cluster is or who the controller is there. Only the
+// client settings are taken from the hook's copy, so that a change the
+// comparison cannot see (a closure replaced by another of the same code)
+// has no effect either.
+func applySettings(hook SettingsFunc, name multicluster.ClusterName, source client.Object, where *rest.Config) (*rest.Config, []cluster.Option, error) {
+	adjusted := rest.CopyConfig(where)
+	opts := hook(name, source, adjusted)
+	if changed := endpointChanges(where, adjusted); len(changed) > 0 {
+		return nil, nil, fmt.Errorf("cluster %q: the client settings hook changed %s: it may change client settings only (QPS, Burst, RateLimiter, Timeout, UserAgent, content types, compression, warning handlers), never where the cluster is or the credentials; the cluster is not built",
+			name, strings.Join(changed, ", "))
+	}
+	out := rest.CopyConfig(where)
+	out.ContentConfig = adjusted.ContentConfig
+	out.UserAgent, out.DisableCompression = adjusted.UserAgent, adjusted.DisableCompression
+	out.QPS, out.Burst, out.RateLimiter, out.Timeout = adjusted.QPS, adjusted.Burst, adjusted.RateLimiter, adjusted.Timeout
+	out.WarningHandler, out.WarningHandlerWithContext = adjusted.WarningHandler, adjusted.WarningHandlerWithContext
+	return out, opts, nil
+}
+
+// endpointChanges names the fields of after that differ from before among
+// those that decide which endpoint is reached, how it is trusted and who the
+// controller is there: everything but the client settings a SettingsFunc may
+// change.
+func endpointChanges(before, after *rest.Config) []string {
+	var out []string
+	check := func(field string, same bool) {
+		if !same {
+			out = append(out, field)
+		}
+	}
+	check("Host", before.Host == after.Host)
+	check("APIPath", before.APIPath == after.APIPath)
+	check("TLSClientConfig", reflect.DeepEqual(before.TLSClientConfig, after.TLSClientConfig))
+	check("BearerToken", before.BearerToken == after.BearerToken)
+	check("BearerTokenFile", before.BearerTokenFile == after.BearerTokenFile)
+	check("Username", before.Username == after.Username)
+	check("Password", before.Password == after.Password)
+	check("Impersonate", reflect.DeepEqual(before.Impersonate, after.Impersonate))
+	check("AuthProvider", reflect.DeepEqual(before.AuthProvider, after.AuthProvider))
+	check("ExecProvider", reflect.DeepEqual(before.ExecProvider, after.ExecProvider))
+	check("AuthConfigPersister", sameValue(before.AuthConfigPersister, after.AuthConfigPersister))
+	check("Transport", sameValue(before.Transport, after.Transport))
+	check("WrapTransport", sameFunc(before.WrapTransport, after.WrapTransport))
+	check("Dial", sameFunc(before.Dial, after.Dial))
+	check("Proxy", sameProxy(before, after))
+	return out
+}
+
+// sameValue compares two interface values without panicking on types that
+// cannot be compared (those count as changed unless both are nil).
+func sameValue(a, b any) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
+	if ta != tb || !ta.Comparable() {
+		return false
+	}
+	return a == b
+}
+
+// sameFunc compares two functions by the code they run. Two closures of
+// the same code with other captured values look the same: applySettings
+// takes neither from the hook anyway.
+func sameFunc(a, b any) bool {
+	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
+	if va.IsNil() || vb.IsNil() {
+		return va.IsNil() && vb.IsNil()
+	}
+	return va.Pointer() == vb.Pointer()
+}
+
+// sameProxy compares the proxies of two configs by what they answer for
+// the server (clientcmd's http.ProxyURL closures all run the same code).
+func sameProxy(before, after *rest.Config) bool {
+	if before.Proxy == nil || after.Proxy == nil {
+		return before.Proxy == nil && after.Proxy == nil
+	}
+	u, err := url.Parse(before.Host)
+	if err != nil {
+		return false
+	}
+	pb, errb := before.Proxy(&http.Request{URL: u})
+	pa, erra := after.Proxy(&http.Request{URL: u})
+	str := func(u *url.URL) string {
+		if u == nil {
+			return ""
+		}
+		return u.String()
+	}
+	return errb == nil && erra == nil && str(pb) == str(pa)
+}
+
+// SetOption adds to what Members.Set publishes.
+type SetOption func(*setOptions)
+
+type setOptions struct {
+	source client.Object
+	paused bool
+}
+
+// SetSource gives the inventory object the cluster was read from: the
+// settings hook (see SettingsFunc) sees it when the cluster is built.
+func SetSource(obj client.Object) SetOption { return func(o *setOptions) { o.source = obj } }
+
+// SetPaused pauses the cluster (see fleet.Member.Paused) or resumes it. A
+// change of the pause alone never rebuilds the cluster.
+func SetPaused(paused bool) SetOption { return func(o *setOptions) { o.paused = paused } }
