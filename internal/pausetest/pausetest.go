@@ -6,6 +6,7 @@ package pausetest
 import (
 	"context"
 	"fmt"
+	"k8s.io/client-go/rest"
 	"testing"
 	"time"
 
@@ -45,6 +46,11 @@ type Scenario struct {
 	Namespace string
 	// SetPaused sets or removes the pause on the provider's source object.
 	SetPaused func(t testing.TB, paused bool)
+	// MemberConfig, if set, reaches the member's API server as an admin:
+	// Run then also checks, from its metrics, that neither the pause nor
+	// the resume listed the member's ConfigMaps again. Leave it unset
+	// where other tests' clusters list the same server meanwhile.
+	MemberConfig *rest.Config
 }
 
 // Run engages the cluster (the source object must exist), pauses it by its
@@ -72,6 +78,10 @@ func (s Scenario) Run(t *testing.T) {
 		}
 	}
 
+	var lists float64
+	if s.MemberConfig != nil {
+		lists = testbed.ListsServed(t, s.MemberConfig, "configmaps")
+	}
 	s.SetPaused(t, true)
 	fleettest.Eventually(t, 30*time.Second, pausedIs(true))
 	cm.Data = map[string]string{"changed": "while paused"}
@@ -107,6 +117,11 @@ func (s Scenario) Run(t *testing.T) {
 	})
 	if n := s.Tracker.Count(s.Cluster); n != 1 {
 		t.Errorf("cluster %q was engaged %d times, want once: the pause rebuilt it", s.Cluster, n)
+	}
+	if s.MemberConfig != nil {
+		if n := testbed.ListsServed(t, s.MemberConfig, "configmaps") - lists; n != 0 {
+			t.Errorf("the member's API server served %v LISTs of ConfigMaps during the pause and the resume, want none: resuming relisted", n)
+		}
 	}
 }
 

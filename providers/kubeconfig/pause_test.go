@@ -35,7 +35,7 @@ func TestPausedAnnotationOnTheSecretPausesTheCluster(t *testing.T) {
 	}
 	pausetest.Scenario{
 		Manager: e.mgr, Recorder: rec, Tracker: e.tracker, Cluster: "paused",
-		Member: member, Namespace: ns,
+		Member: member, Namespace: ns, MemberConfig: fleet.Config(1),
 		SetPaused: pausetest.Annotate(e.host, secret),
 	}.Run(t)
 }
