@@ -24,7 +24,10 @@ var retiredConnGrace = 15 * time.Minute
 
 // certTransport is the transport of one cluster whose client certificate
 // rotates in place: one client-go transport per certificate, the current
-// one for every new request.
+// one for every new request. The first certificate's is client-go's own,
+// shared as client-go shares it with every client of the same config, so
+// that a cluster that never rotates costs what it did; each certificate
+// rotated in gets a transport of its own.
 //
 // A certificate is presented when a connection is made, and HTTP/2 carries
 // every request to a server on one connection: with a certificate callback
@@ -40,6 +43,9 @@ type certTransport struct {
 	base *rest.Config // the cluster's config without its credentials
 	cur  atomic.Pointer[certGen]
 	mu   sync.Mutex // held while a transport is built
+	// retired are the dialers of certificates rotated away, closed after
+	// retiredConnGrace or when the cluster stops; guarded by mu.
+	retired []*connrotation.Dialer
 }
 
 // certGen is the transport of one client certificate.
@@ -47,12 +53,14 @@ type certGen struct {
 	gen       uint64 // the holder's generation last seen with this certificate
 	cert, key []byte
 	rt        http.RoundTripper
-	conns     *connrotation.Dialer
+	conns     *connrotation.Dialer // nil for client-go's shared transport of the first certificate
 }
 
 // newCertTransport returns the certificate transports of a cluster built
-// from cfg.
-func newCertTransport(cfg *rest.Config) *certTransport {
+// from cfg, whose certificate is s's: until it rotates, requests go through
+// shared, client-go's transport of the cluster's config, which holds it
+// (and which client-go shares with every client of the same config).
+func newCertTransport(cfg *rest.Config, shared http.RoundTripper, s *credentialState) *certTransport {
 	base := rest.CopyConfig(cfg)
 	// Only what makes a connection: the authentication wrappers are the
 	// cluster's, outside this transport.
@@ -60,7 +68,9 @@ func newCertTransport(cfg *rest.Config) *certTransport {
 	base.Impersonate = rest.ImpersonationConfig{}
 	base.UserAgent, base.WrapTransport = "", nil
 	base.CertData, base.KeyData = nil, nil
-	return &certTransport{base: base}
+	c := &certTransport{base: base}
+	c.cur.Store(&certGen{gen: s.gen, cert: s.who.CertData, key: s.who.KeyData, rt: shared})
+	return c
 }
 
 // forState returns the transport of s's client certificate, made on first
@@ -90,9 +100,48 @@ func (c *certTransport) forState(s *credentialState) (http.RoundTripper, error) 
 	c.cur.Store(&certGen{gen: s.gen, cert: s.who.CertData, key: s.who.KeyData, rt: rt, conns: conns})
 	if old != nil {
 		closeIdle(old.rt)
-		time.AfterFunc(retiredConnGrace, old.conns.CloseAll)
+		if old.conns != nil { // nil: client-go's shared transport, whose connections are not only ours
+			c.retired = append(c.retired, old.conns)
+			time.AfterFunc(retiredConnGrace, old.conns.CloseAll)
+		}
 	}
 	return rt, nil
+}
+
+// closeAll closes every connection of the cluster's certificates, once the
+// cluster stopped: its transports are its own (see forState), so nothing
+// else would reuse them, and a watch that was still ending when the cache
+// stopped would otherwise keep its connection open until the server ends
+// it.
+func (c *certTransport) closeAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if g := c.cur.Load(); g != nil && g.conns != nil {
+		g.conns.CloseAll()
+	}
+	for _, d := range c.retired {
+		d.CloseAll()
+	}
+	c.retired = nil
+}
+
+// closeConnections closes every connection of the certificate transports
+// under rt (see certTransport.closeAll); a cluster without one keeps
+// client-go's shared transport as it is.
+func closeConnections(rt http.RoundTripper) {
+	for rt != nil {
+		if t, ok := rt.(*credentialsTransport); ok {
+			if t.certs != nil {
+				t.certs.closeAll()
+			}
+			return
+		}
+		w, ok := rt.(utilnet.RoundTripperWrapper)
+		if !ok {
+			return
+		}
+		rt = w.WrappedRoundTripper()
+	}
 }
 
 // closeIdle closes the idle connections of the current certificate's

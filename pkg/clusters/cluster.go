@@ -254,9 +254,11 @@ func (c *lightCluster) GetEventRecorder(name string) recorder.EventRecorder {
 	return c.events.recorder(name)
 }
 
-// Start runs the cache until ctx is done, then stops the event broadcasters
-// and gives the cluster's share of the REST mapper back.
+// Start runs the cache until ctx is done, then stops the event broadcasters,
+// gives the cluster's share of the REST mapper back and closes the
+// connections of its own certificate transports, if any.
 func (c *lightCluster) Start(ctx context.Context) error {
+	defer closeConnections(c.httpClient.Transport)
 	if c.release != nil {
 		defer c.release()
 	}

@@ -210,10 +210,7 @@ func (c *credentials) wrapperFor(cfg *rest.Config) transport.WrapperFunc {
 	return func(rt http.RoundTripper) http.RoundTripper {
 		t := &credentialsTransport{creds: c, next: rt}
 		if c.certs {
-			t.certs = newCertTransport(cfg)
-			// Made now, so that connGateFor finds it (an error is the
-			// first request's).
-			_, _ = t.certs.forState(c.cur.Load())
+			t.certs = newCertTransport(cfg, rt, c.cur.Load())
 		}
 		return t
 	}

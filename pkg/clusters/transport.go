@@ -191,12 +191,11 @@ var uncompressedDefault = sync.OnceValue(func() http.RoundTripper {
 func transportFor(cfg *rest.Config, creds *credentials) (*http.Client, http.RoundTripper, error) {
 	c := rest.CopyConfig(cfg)
 	if creds != nil {
+		// client-go's transport below holds the certificate the cluster is
+		// built with, shared as client-go shares it with every client of
+		// the same configuration; a rotated one gets a transport of its own
+		// (certTransport).
 		c.WrapTransport = transport.Wrappers(c.WrapTransport, creds.wrapperFor(c))
-		if creds.certs {
-			// The certificate's transport is the wrapper's (certTransport):
-			// client-go's, below it, need not hold one.
-			c.CertData, c.KeyData = nil, nil
-		}
 	}
 	if c.DisableCompression {
 		// First: the config's own wrappers wrap the transport it picked.
