@@ -24,6 +24,10 @@ func TestAddWithTheManagerPublishesAMember(t *testing.T) {
 	mgr := fleettest.NewManager(t, fleet.Config(0), nil)
 	fleettest.RunManager(t, mgr)
 	engine := mgr.(mcmanager.FleetOwner).Fleet()
+	// Add returns at once, with the cluster waiting, while the engine has
+	// not started (documented): what is tested here is Add on a running
+	// manager.
+	fleettest.Eventually(t, 0, func() error { return engine.Ready(nil) })
 
 	c := clusters.New[cluster.Cluster]()
 	ctx, cancel := context.WithCancel(context.Background())
