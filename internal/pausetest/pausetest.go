@@ -71,7 +71,7 @@ func (s Scenario) Run(t *testing.T) {
 	}
 	pausedIs := func(want bool) func() error {
 		return func() error {
-			if p, _ := engine.Paused(s.Cluster); p != want {
+			if p, _ := engine.Snapshot(s.Cluster); p.Paused != want {
 				return fmt.Errorf("cluster %q paused %v, want %v", s.Cluster, p, want)
 			}
 			return engaged()

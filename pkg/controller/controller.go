@@ -113,8 +113,8 @@ func NewTypedUnmanaged[request mcreconcile.ClusterAware[request]](name string, m
 			return c.notEngaged(req), nil
 		}
 		if c.fleet != nil && req.Cluster() != "" {
-			if paused, changed := c.fleet.Paused(req.Cluster()); paused {
-				c.holdPaused(req, changed)
+			if snap, _ := c.fleet.Snapshot(req.Cluster()); snap.Paused {
+				c.holdPaused(req, snap.Changed)
 				return reconcile.Result{}, nil
 			}
 		}

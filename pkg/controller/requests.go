@@ -27,21 +27,18 @@ func (c *mcController[request]) notEngaged(req request) reconcile.Result {
 	reason := "cluster-not-engaged"
 	var changed <-chan struct{}
 	if c.fleet != nil {
-		// Asked for before the state: a change between the two wakes us.
-		changed = c.fleet.Changed(req.Cluster())
-		if state, known := c.fleet.State(req.Cluster()); known {
-			switch state {
-			case fleet.StateDisconnected:
-				reason = "cluster-disconnected"
-			case fleet.StateWanted:
-				if c.fleet.Joining(req.Cluster()) {
-					reason = ""
-				} else {
-					reason = "cluster-not-owned"
-				}
-			default:
-				reason = ""
-			}
+		// One snapshot: the channel is closed at any change after the state
+		// read with it.
+		snap, known := c.fleet.Snapshot(req.Cluster())
+		changed = snap.Changed
+		switch {
+		case !known:
+		case snap.State == fleet.StateDisconnected:
+			reason = "cluster-disconnected"
+		case snap.State == fleet.StateWanted && !snap.Joining:
+			reason = "cluster-not-owned"
+		default:
+			reason = ""
 		}
 	}
 	if reason == "" {
@@ -214,7 +211,7 @@ func (c *mcController[request]) hold(engagement context.Context, name multiclust
 // dropped: whatever it failed to do is done again from the initial list of
 // the cluster when it is engaged again.
 func (c *mcController[request]) disengagedDuring(req request, err error) reconcile.Result {
-	if now := c.engagement(req.Cluster()); (now != nil && now.Err() == nil) || (c.fleet != nil && c.fleet.Joining(req.Cluster())) {
+	if now := c.engagement(req.Cluster()); (now != nil && now.Err() == nil) || (c.fleet != nil && c.joining(req.Cluster())) {
 		c.log.V(1).Info("Requeueing request: its cluster was replaced while it was reconciled", "cluster", req.Cluster(), "request", fmt.Sprint(req))
 		return reconcile.Result{RequeueAfter: time.Millisecond}
 	}
@@ -235,4 +232,10 @@ func (c *mcController[request]) stopWaiting(req request) {
 	delete(c.waiting, req)
 	c.nWaiting.Store(int32(len(c.waiting)))
 	c.waitMu.Unlock()
+}
+
+// joining reports whether name is on its way to being engaged here.
+func (c *mcController[request]) joining(name multicluster.ClusterName) bool {
+	snap, _ := c.fleet.Snapshot(name)
+	return snap.Joining
 }

@@ -169,31 +169,41 @@ func (e *Engine) State(name multicluster.ClusterName) (State, bool) {
 	return StateGone, false
 }
 
-// Changed returns a channel closed at name's next change of state: when it
-// engages, is given up on (disconnected) or removed. For a name the engine
-// does not know, the channel is closed already. Controllers wait on it for
-// the clusters their requests name before those clusters have joined.
-func (e *Engine) Changed(name multicluster.ClusterName) <-chan struct{} {
-	if v := e.records.view(name); v != nil {
-		return v.changed
-	}
-	return closedChan
+// A Snapshot is what the engine knows of one name at one moment, read from
+// one view of its record: the fields never disagree with each other.
+type Snapshot struct {
+	// State is the name's lifecycle state; StateGone if the engine does not
+	// know it (never seen, or gone).
+	State State
+	// Paused: controllers hold the cluster's requests (see SetPaused).
+	Paused bool
+	// Joining: the name is on its way to being engaged on this replica:
+	// published and admitted, starting, or wanted while this replica owns it
+	// (or runs everything).
+	Joining bool
+	// Changed is closed at the name's next change of state or of pause: when
+	// it engages, is given up on (disconnected), paused, resumed or removed.
+	// For a name the engine does not know, it is closed already. Controllers
+	// wait on it for the clusters their requests name before those clusters
+	// have joined.
+	Changed <-chan struct{}
 }
 
-// Joining reports whether name is on its way to being engaged on this
-// replica: published and admitted, starting, or wanted while this replica
-// owns it (or runs everything).
-func (e *Engine) Joining(name multicluster.ClusterName) bool {
+// Snapshot returns what the engine knows of name; false if it does not know
+// it.
+func (e *Engine) Snapshot(name multicluster.ClusterName) (Snapshot, bool) {
 	v := e.records.view(name)
-	switch {
-	case v == nil:
-		return false
-	case v.state == StateAdmitted || v.state == StateStarting:
-		return true
-	case v.state == StateWanted:
-		return e.opts.Admission == nil || e.opts.Admission.Owns(name)
+	if v == nil {
+		return Snapshot{State: StateGone, Changed: closedChan}, false
 	}
-	return false
+	s := Snapshot{State: v.state, Paused: v.paused, Changed: v.changed}
+	switch v.state {
+	case StateAdmitted, StateStarting:
+		s.Joining = true
+	case StateWanted:
+		s.Joining = e.opts.Admission == nil || e.opts.Admission.Owns(name)
+	}
+	return s, true
 }
 
 // Ready is a healthz.Checker for startup readiness: it passes once the

@@ -565,8 +565,7 @@ func shutDownWhileRead(t *testing.T, rng *rand.Rand, e *fleet.Engine, names []st
 			}
 			e.Lookup(name)
 			e.State(name)
-			e.Joining(name)
-			e.Changed(name)
+			e.Snapshot(name)
 			if engagement := subs[0].engagement(name); engagement != nil {
 				if _, done, ok := e.Hold(engagement, name); ok {
 					holds.add(name)

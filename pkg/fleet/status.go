@@ -106,9 +106,10 @@ func (e *Engine) List(opts ListOptions) (page []ClusterStatus, total int, more b
 		slices.SortFunc(sel, byName)
 	}
 	page = make([]ClusterStatus, len(sel))
-	owner, _ := e.opts.Admission.(OwnerReporter)
+	adm := e.opts.Admission
+	owner, _ := adm.(OwnerReporter)
 	for i, c := range sel {
-		page[i] = e.status(c.rec, c.v, owner)
+		page[i] = statusOf(c.rec, c.v, adm, owner)
 	}
 	return page, total, more
 }
@@ -162,10 +163,10 @@ func partition(c []listed, lo, hi int) int {
 	return i
 }
 
-// status reads rec's status from v and its notes.
-func (e *Engine) status(rec *record, v *view, owner OwnerReporter) ClusterStatus {
+// statusOf reads rec's status from v and its notes; adm and owner may be nil.
+func statusOf(rec *record, v *view, adm Admission, owner OwnerReporter) ClusterStatus {
 	s := ClusterStatus{Status: Status{Name: rec.name, State: v.state}, Since: v.since, Paused: v.paused, Owned: true}
-	if adm := e.opts.Admission; adm != nil {
+	if adm != nil {
 		s.Owned = adm.Owns(rec.name)
 	}
 	if owner != nil {

@@ -244,15 +244,6 @@ func (e *Engine) SetPaused(name multicluster.ClusterName, paused bool) {
 	}
 }
 
-// Paused reports whether name is paused, and returns a channel closed at its
-// next change (of pause or of state, see Changed).
-func (e *Engine) Paused(name multicluster.ClusterName) (paused bool, changed <-chan struct{}) {
-	if v := e.records.view(name); v != nil {
-		return v.paused, v.changed
-	}
-	return false, closedChan
-}
-
 // leaveLocked takes rec off this replica: its instances are torn down,
 // then, once stopped and drained, its fence released.
 func (e *Engine) leaveLocked(rec *record) step {

@@ -85,7 +85,7 @@ func TestPausedAnnotationFollowsTheClusterAcrossReplicas(t *testing.T) {
 	pause := pausetest.Annotate(envs["r1"].host, secret)
 	pause(t, true)
 	fleettest.Eventually(t, 30*time.Second, func() error {
-		if p, _ := engine(owner).Paused(name); !p {
+		if s, _ := engine(owner).Snapshot(name); !s.Paused {
 			return fmt.Errorf("%s: %q not paused", owner, name)
 		}
 		return nil
@@ -105,7 +105,7 @@ func TestPausedAnnotationFollowsTheClusterAcrossReplicas(t *testing.T) {
 		if s, _ := engine(next).State(name); s != mcfleet.StateEngaged {
 			return fmt.Errorf("%s: %q is %s, want engaged", next, name, s)
 		}
-		if p, _ := engine(next).Paused(name); !p {
+		if s, _ := engine(next).Snapshot(name); !s.Paused {
 			return fmt.Errorf("%s engaged %q unpaused", next, name)
 		}
 		return nil
@@ -151,7 +151,7 @@ func TestInvalidPausedAnnotationIsReportedAndDoesNotPause(t *testing.T) {
 		}
 		return nil
 	})
-	if p, _ := engine.Paused("odd-pause"); p {
+	if s, _ := engine.Snapshot("odd-pause"); s.Paused {
 		t.Error(`the annotation "yes" paused the cluster`)
 	}
 	if !contains(e.logs.String(), "Ignoring an invalid annotation") {
