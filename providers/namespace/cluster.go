@@ -47,15 +47,14 @@ type virtualCluster struct {
 	cache     *virtualCache
 	started   atomic.Bool
 
-	mu     sync.Mutex
-	views  map[informerKey]*viewInformer
-	shared map[cache.Informer]*clusterScopedInformer
+	mu   sync.Mutex
+	regs map[toolscache.ResourceEventHandlerRegistration]*scopedInformer // until the cluster stops
 }
 
 var _ cluster.Cluster = &virtualCluster{}
 
 func newVirtualCluster(ctx context.Context, p *Provider, ns string) *virtualCluster {
-	vc := &virtualCluster{p: p, name: ns, namespace: ns, views: map[informerKey]*viewInformer{}}
+	vc := &virtualCluster{p: p, name: ns, namespace: ns, regs: map[toolscache.ResourceEventHandlerRegistration]*scopedInformer{}}
 	vc.ctx, vc.cancel = context.WithCancel(ctx)
 	vc.scope = &scope{cluster: ns, namespace: ns, types: p.cl.GetClient()}
 	vc.client = newClient(vc.scope, p.cl.GetClient())
@@ -82,61 +81,52 @@ func (vc *virtualCluster) Start(ctx context.Context) error {
 // stop ends the cluster and removes every handler it registered.
 func (vc *virtualCluster) stop() {
 	vc.cancel()
-	vc.mu.Lock()
-	views := vc.views
-	vc.views = map[informerKey]*viewInformer{}
-	shared := vc.shared
-	vc.shared = nil
-	vc.mu.Unlock()
-	for _, v := range views {
-		v.removeAll()
-	}
-	for _, s := range shared {
-		s.removeAll()
-	}
+	vc.removeHandlers(func(*scopedInformer) bool { return true })
 }
 
-// sharedView returns the cluster's wrapper of a shared informer of a
-// cluster-scoped type.
-func (vc *virtualCluster) sharedView(inf cache.Informer) *clusterScopedInformer {
+// removeHandlers removes the handlers registered through the cluster's
+// informers that match.
+func (vc *virtualCluster) removeHandlers(match func(*scopedInformer) bool) {
+	removed := map[toolscache.ResourceEventHandlerRegistration]*scopedInformer{}
 	vc.mu.Lock()
-	defer vc.mu.Unlock()
-	if s, ok := vc.shared[inf]; ok {
-		return s
-	}
-	s := &clusterScopedInformer{Informer: inf, vc: vc, regs: map[toolscache.ResourceEventHandlerRegistration]struct{}{}}
-	if vc.ctx.Err() == nil {
-		if vc.shared == nil {
-			vc.shared = map[cache.Informer]*clusterScopedInformer{}
+	for reg, s := range vc.regs {
+		if match(s) {
+			delete(vc.regs, reg)
+			removed[reg] = s
 		}
-		vc.shared[inf] = s
 	}
-	return s
+	vc.mu.Unlock()
+	for reg, s := range removed {
+		s.remove(reg)
+	}
 }
 
-// view returns the cluster's informer view for key.
-func (vc *virtualCluster) view(ctx context.Context, key informerKey, obj client.Object) (*viewInformer, error) {
+// track records reg, made through s, until the cluster stops. A cluster
+// that stopped meanwhile (its cleanup may have missed reg) removes it at once.
+func (vc *virtualCluster) track(reg toolscache.ResourceEventHandlerRegistration, s *scopedInformer) (toolscache.ResourceEventHandlerRegistration, error) {
 	vc.mu.Lock()
-	v, ok := vc.views[key]
+	// stop cancels before it takes the lock: a cluster not stopped here
+	// will find reg in the map.
+	if vc.ctx.Err() == nil {
+		vc.regs[reg] = s
+		vc.mu.Unlock()
+		return reg, nil
+	}
 	vc.mu.Unlock()
-	if ok {
-		return v, nil
-	}
-	d, err := vc.p.dispatchers.get(ctx, key, obj)
-	if err != nil {
-		return nil, fmt.Errorf("getting the shared informer for %s: %w", key.gvk, err)
-	}
+	s.remove(reg)
+	return nil, errStopped
+}
+
+// untrack forgets reg if it was made through an informer of the cluster's
+// over the shared informer inf, and reports whether it was.
+func (vc *virtualCluster) untrack(reg toolscache.ResourceEventHandlerRegistration, inf cache.Informer) bool {
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
-	if vc.ctx.Err() != nil {
-		return nil, errStopped
+	if s, ok := vc.regs[reg]; ok && s.Informer == inf {
+		delete(vc.regs, reg)
+		return true
 	}
-	if v, ok := vc.views[key]; ok {
-		return v, nil
-	}
-	v = &viewInformer{vc: vc, d: d, regs: map[*registration]struct{}{}}
-	vc.views[key] = v
-	return v, nil
+	return false
 }
 
 // GetHTTPClient returns the shared API server's HTTP client. Requests made
@@ -316,33 +306,26 @@ func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts 
 	if err != nil {
 		return nil, err
 	}
-	if !namespaced {
-		inf, err := c.r.(cache.Cache).GetInformer(ctx, obj, opts...)
+	inf, err := c.r.(cache.Cache).GetInformer(ctx, obj, opts...)
+	if err != nil {
+		return nil, err
+	}
+	s := &scopedInformer{Informer: inf, vc: c.vc}
+	if namespaced {
+		key, err := c.informerKey(obj)
 		if err != nil {
 			return nil, err
 		}
-		return c.vc.sharedView(inf), nil
-	}
-	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
-	if err != nil {
-		return nil, err
-	}
-	v, err := c.vc.view(ctx, informerKey{gvk: gvk, form: formOf(obj)}, obj)
-	if err != nil {
-		return nil, err
-	}
-	o := cache.InformerGetOptions{}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.BlockUntilSynced == nil || *o.BlockUntilSynced {
-		select {
-		case <-v.HasSyncedChecker().Done():
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the informer for %s to sync: %w", gvk, ctx.Err())
+		if s.d, err = c.vc.p.dispatchers.get(key, inf); err != nil {
+			return nil, err
 		}
 	}
-	return v, nil
+	return s, nil
+}
+
+func (c *virtualCache) informerKey(obj client.Object) (informerKey, error) {
+	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
+	return informerKey{gvk: gvk, form: formOf(obj)}, err
 }
 
 // GetInformerForKind is GetInformer for a GroupVersionKind; kinds the scheme
@@ -361,9 +344,9 @@ func (c *virtualCache) GetInformerForKind(ctx context.Context, gvk schema.GroupV
 	return c.GetInformer(ctx, o, opts...)
 }
 
-// RemoveInformer removes the cluster's view for a namespaced type with all
-// its handlers. The shared informer of a cluster-scoped type serves every
-// virtual cluster and cannot be removed from one: that is an error.
+// RemoveInformer removes the cluster's handlers of a namespaced type. The
+// shared informer of a cluster-scoped type serves every virtual cluster and
+// cannot be removed from one: that is an error.
 func (c *virtualCache) RemoveInformer(_ context.Context, obj client.Object) error {
 	namespaced, err := c.namespaced(obj)
 	if err != nil {
@@ -372,18 +355,11 @@ func (c *virtualCache) RemoveInformer(_ context.Context, obj client.Object) erro
 	if !namespaced {
 		return fmt.Errorf("the informer for cluster-scoped %T is shared by every namespace virtual cluster and cannot be removed from one", obj)
 	}
-	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
+	key, err := c.informerKey(obj)
 	if err != nil {
 		return err
 	}
-	key := informerKey{gvk: gvk, form: formOf(obj)}
-	c.vc.mu.Lock()
-	v, ok := c.vc.views[key]
-	delete(c.vc.views, key)
-	c.vc.mu.Unlock()
-	if ok {
-		v.removeAll()
-	}
+	c.vc.removeHandlers(func(s *scopedInformer) bool { return s.d != nil && s.d.key == key })
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package namespace
 
 import (
-	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -252,23 +251,17 @@ func virtualize(obj any) any {
 // dispatchers are the provider's dispatchers, one per informer of the shared
 // cache, created when a virtual cluster first asks for an informer.
 type dispatchers struct {
-	cache cache.Cache
-
 	mu sync.Mutex
 	m  map[informerKey]*dispatcher
 }
 
-// get returns the dispatcher for obj's informer, creating the informer and
-// the dispatcher on first use.
-func (ds *dispatchers) get(ctx context.Context, key informerKey, obj client.Object) (*dispatcher, error) {
+// get returns the dispatcher of the shared informer of key, registering one
+// on first use.
+func (ds *dispatchers) get(key informerKey, informer cache.Informer) (*dispatcher, error) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	if d, ok := ds.m[key]; ok {
 		return d, nil
-	}
-	informer, err := ds.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, err
 	}
 	d, err := newDispatcher(key, informer)
 	if err != nil {

@@ -63,10 +63,9 @@ type indexKey struct {
 // cache is shared by all virtual clusters.
 func New(cl cluster.Cluster) *Provider {
 	p := &Provider{
-		cl:          cl,
-		log:         logf.Log.WithName("namespace-provider"),
-		dispatchers: dispatchers{cache: cl.GetCache()},
-		indexed:     map[indexKey]struct{}{},
+		cl:      cl,
+		log:     logf.Log.WithName("namespace-provider"),
+		indexed: map[indexKey]struct{}{},
 	}
 	p.View = p.members.View()
 	return p
