@@ -42,36 +42,29 @@ func formOf(obj client.Object) objectForm {
 // shared cache. It routes every event by the object's namespace, a map
 // lookup, to the handlers that virtual cluster registered; no other virtual
 // cluster sees the event.
+//
+// mu is held while handlers are called, by the informer's one delivery
+// goroutine and by add's replay of a namespace's objects: handlers are called
+// one event at a time, as client-go calls one registration, and a replay is
+// never overtaken by a live event. A handler may remove registrations from
+// within a callback; it must not add one to the same type.
 type dispatcher struct {
 	key      informerKey
 	informer cache.Informer
-	list     func(namespace string) ([]any, error) // the informer's objects in a namespace
+	indexer  toolscache.Indexer // the informer's store
 	reg      toolscache.ResourceEventHandlerRegistration
 
-	mu   sync.RWMutex
-	byNS map[string]*nsHandlers
-}
-
-// nsHandlers are the handlers of one namespace's virtual cluster. mu
-// serialises their calls, as client-go does for one registration. A handler
-// may remove registrations from within a callback; it must not add one for
-// the same namespace from within a callback.
-type nsHandlers struct {
-	mu       sync.Mutex
-	handlers []*registration
-	dropped  bool // removed from the dispatcher's map; a new one takes over
+	mu   sync.Mutex
+	byNS map[string][]*registration
 }
 
 // newDispatcher registers a dispatcher on informer.
 func newDispatcher(key informerKey, informer cache.Informer) (*dispatcher, error) {
-	d := &dispatcher{key: key, informer: informer, byNS: map[string]*nsHandlers{}}
-	switch i := informer.(type) {
-	case interface{ GetIndexer() toolscache.Indexer }:
-		indexer := i.GetIndexer()
-		d.list = func(ns string) ([]any, error) { return indexer.ByIndex(toolscache.NamespaceIndex, ns) }
-	default:
+	i, ok := informer.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
 		return nil, fmt.Errorf("informer for %s is a %T, which does not expose its indexer", key.gvk, informer)
 	}
+	d := &dispatcher{key: key, informer: informer, indexer: i.GetIndexer(), byNS: map[string][]*registration{}}
 	reg, err := informer.AddEventHandlerWithOptions(d, toolscache.HandlerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("registering the namespace dispatcher for %s: %w", key.gvk, err)
@@ -80,28 +73,25 @@ func newDispatcher(key informerKey, informer cache.Informer) (*dispatcher, error
 	return d, nil
 }
 
-func (d *dispatcher) handlersFor(ns string) *nsHandlers {
-	d.mu.RLock()
-	h := d.byNS[ns]
-	d.mu.RUnlock()
-	return h
+// handlersFor returns the registrations of namespace ns; for tests.
+func (d *dispatcher) handlersFor(ns string) []*registration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.byNS[ns]
 }
 
 // deliver passes an event of namespace ns to the namespace's live handlers.
 // The event is made only when there is a handler to take it: virtualizing an
 // object copies it.
 func (d *dispatcher) deliver(ns string, event func() func(toolscache.ResourceEventHandler)) {
-	h := d.handlersFor(ns)
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.handlers) == 0 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	handlers := d.byNS[ns]
+	if len(handlers) == 0 {
 		return
 	}
 	send := event()
-	for _, r := range h.handlers {
+	for _, r := range handlers {
 		if !r.removed.Load() {
 			send(r.handler)
 		}
@@ -139,83 +129,54 @@ func (d *dispatcher) OnDelete(obj any) {
 // that notification), never out of order; controllers, being level-based, do
 // not mind.
 func (d *dispatcher) add(ns string, r *registration) error {
-	// Lock order: d.mu is never held while waiting for h.mu.
-	var h *nsHandlers
-	for {
-		d.mu.Lock()
-		h = d.byNS[ns]
-		if h == nil {
-			h = &nsHandlers{}
-			d.byNS[ns] = h
-		}
-		d.mu.Unlock()
-		h.mu.Lock()
-		if !h.dropped {
-			break
-		}
-		h.mu.Unlock() // its last handler left meanwhile: take the next one
-	}
-	defer h.mu.Unlock()
-
-	objs, err := d.list(ns)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	objs, err := d.indexer.ByIndex(toolscache.NamespaceIndex, ns)
 	if err != nil {
-		d.dropIfEmptyLocked(ns, h)
 		return fmt.Errorf("listing %s in namespace %q: %w", d.key.gvk, ns, err)
 	}
 	for _, obj := range objs {
 		r.handler.OnAdd(virtualize(obj), true)
 	}
-	h.handlers = append(slices.Clip(h.handlers), r)
+	d.byNS[ns] = append(d.byNS[ns], r)
 	return nil
 }
 
 // remove unregisters r. Once it returns, r's handler is not called again,
-// even if remove is called from within one of the namespace's callbacks.
+// even if remove is called from within a callback.
 func (d *dispatcher) remove(ns string, r *registration) {
 	if r.removed.Swap(true) {
 		return
 	}
-	h := d.handlersFor(ns)
-	if h == nil {
-		return
-	}
-	if !h.mu.TryLock() {
+	if !d.mu.TryLock() {
 		// A delivery is under way, possibly on this very goroutine: it skips
 		// r from now on; drop r from the list once it is over.
-		go d.removeLocked(ns, h, r, true)
+		go func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.removeLocked(ns, r)
+		}()
 		return
 	}
-	d.removeLocked(ns, h, r, false)
+	defer d.mu.Unlock()
+	d.removeLocked(ns, r)
 }
 
-func (d *dispatcher) removeLocked(ns string, h *nsHandlers, r *registration, lock bool) {
-	if lock {
-		h.mu.Lock()
-	}
-	defer h.mu.Unlock()
-	if i := slices.Index(h.handlers, r); i >= 0 {
-		h.handlers = slices.Delete(slices.Clone(h.handlers), i, i+1)
-		d.dropIfEmptyLocked(ns, h)
-	}
-}
-
-// dropIfEmptyLocked forgets h once it has no handlers; h.mu is held.
-func (d *dispatcher) dropIfEmptyLocked(ns string, h *nsHandlers) {
-	if len(h.handlers) > 0 {
-		return
-	}
-	h.dropped = true
-	d.mu.Lock()
-	if d.byNS[ns] == h {
+func (d *dispatcher) removeLocked(ns string, r *registration) {
+	handlers := d.byNS[ns]
+	switch i := slices.Index(handlers, r); {
+	case i < 0:
+	case len(handlers) == 1:
 		delete(d.byNS, ns)
+	default:
+		d.byNS[ns] = slices.Delete(handlers, i, i+1)
 	}
-	d.mu.Unlock()
 }
 
 // namespaces returns how many namespaces have handlers; for tests.
 func (d *dispatcher) namespaces() int {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
+	d.mu.Lock()
+	defer d.mu.Unlock()
 	return len(d.byNS)
 }
 
