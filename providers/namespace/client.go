@@ -18,11 +18,21 @@ import (
 )
 
 // scope maps between a virtual cluster, whose namespaced objects live in
-// namespace "default", and its backing namespace on the shared API server.
+// namespace "default", and its backing namespace on the shared API server,
+// which names the cluster.
 type scope struct {
-	cluster   string        // the virtual cluster's name, for errors
-	namespace string        // the backing namespace
-	types     client.Client // answers which types are namespaced
+	namespace string
+	typeInfo
+}
+
+// typeInfo is what the shared client knows of types (which are namespaced),
+// for the virtual cluster's client to answer with. Only these methods of it:
+// a verb of the shared client must never be reached unmapped.
+type typeInfo interface {
+	Scheme() *runtime.Scheme
+	RESTMapper() meta.RESTMapper
+	GroupVersionKindFor(obj runtime.Object) (schema.GroupVersionKind, error)
+	IsObjectNamespaced(obj runtime.Object) (bool, error)
 }
 
 var namespacesResource = schema.GroupResource{Resource: "namespaces"}
@@ -35,27 +45,27 @@ func (s *scope) backing(ns string) (string, error) {
 		return s.namespace, nil
 	}
 	return "", fmt.Errorf("cluster %q: a namespace virtual cluster has only namespace %q: %w",
-		s.cluster, VirtualNamespace, apierrors.NewNotFound(namespacesResource, ns))
+		s.namespace, VirtualNamespace, apierrors.NewNotFound(namespacesResource, ns))
 }
 
 func (s *scope) namespaced(obj runtime.Object) (bool, error) {
-	ok, err := s.types.IsObjectNamespaced(obj)
+	ok, err := s.IsObjectNamespaced(obj)
 	if err != nil {
-		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+		return false, fmt.Errorf("cluster %q: %w", s.namespace, err)
 	}
 	return ok, nil
 }
 
 // listNamespaced reports whether the items of a list type are namespaced.
 func (s *scope) listNamespaced(list client.ObjectList) (bool, error) {
-	gvk, err := s.types.GroupVersionKindFor(list)
+	gvk, err := s.GroupVersionKindFor(list)
 	if err != nil {
-		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+		return false, fmt.Errorf("cluster %q: %w", s.namespace, err)
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	ok, err := apiutil.IsGVKNamespaced(gvk, s.types.RESTMapper())
+	ok, err := apiutil.IsGVKNamespaced(gvk, s.RESTMapper())
 	if err != nil {
-		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+		return false, fmt.Errorf("cluster %q: %w", s.namespace, err)
 	}
 	return ok, nil
 }
@@ -113,7 +123,7 @@ func (s *scope) selectBacking(o *client.ListOptions) error {
 		return err
 	}
 	if o.FieldSelector, err = s.fieldSelector(o.FieldSelector); err != nil {
-		return fmt.Errorf("cluster %q: %w", s.cluster, err)
+		return fmt.Errorf("cluster %q: %w", s.namespace, err)
 	}
 	return nil
 }
@@ -197,10 +207,6 @@ type nsClient struct {
 
 var _ client.Client = &nsClient{}
 
-func newClient(s *scope, c client.Client) *nsClient {
-	return &nsClient{nsReader: nsReader{scope: s, r: c}, c: c}
-}
-
 // Create creates obj.
 func (c *nsClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
 	return c.in(obj, func() error { return c.c.Create(ctx, obj, opts...) })
@@ -237,7 +243,7 @@ func (c *scope) patch(obj client.Object, patch client.Patch) (client.Patch, erro
 	}
 	data, err := patch.Data(obj)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: computing %s patch: %w", c.cluster, patch.Type(), err)
+		return nil, fmt.Errorf("cluster %q: computing %s patch: %w", c.namespace, patch.Type(), err)
 	}
 	return client.RawPatch(patch.Type(), data), nil
 }
@@ -280,30 +286,30 @@ func (c *scope) apply(ac runtime.ApplyConfiguration, do func(runtime.ApplyConfig
 	}
 	data, err := json.Marshal(u.Object)
 	if err != nil {
-		return fmt.Errorf("cluster %q: encoding apply result: %w", c.cluster, err)
+		return fmt.Errorf("cluster %q: encoding apply result: %w", c.namespace, err)
 	}
 	if err := json.Unmarshal(data, ac); err != nil {
-		return fmt.Errorf("cluster %q: decoding apply result into %T: %w", c.cluster, ac, err)
+		return fmt.Errorf("cluster %q: decoding apply result into %T: %w", c.namespace, ac, err)
 	}
 	return nil
 }
 
 func (c *scope) unstructuredApply(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
 	if ac == nil {
-		return nil, fmt.Errorf("cluster %q: nil apply configuration", c.cluster)
+		return nil, fmt.Errorf("cluster %q: nil apply configuration", c.namespace)
 	}
 	data, err := json.Marshal(ac)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: encoding %T: %w", c.cluster, ac, err)
+		return nil, fmt.Errorf("cluster %q: encoding %T: %w", c.namespace, ac, err)
 	}
 	u := &unstructured.Unstructured{}
 	if err := json.Unmarshal(data, &u.Object); err != nil {
-		return nil, fmt.Errorf("cluster %q: decoding %T: %w", c.cluster, ac, err)
+		return nil, fmt.Errorf("cluster %q: decoding %T: %w", c.namespace, ac, err)
 	}
 	gvk := u.GroupVersionKind()
-	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.types.RESTMapper())
+	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.RESTMapper())
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: %w", c.cluster, err)
+		return nil, fmt.Errorf("cluster %q: %w", c.namespace, err)
 	}
 	if namespaced {
 		ns, err := c.backing(u.GetNamespace())
@@ -321,22 +327,6 @@ func (c *nsClient) Status() client.SubResourceWriter { return c.SubResource("sta
 // SubResource returns a client for the named subresource.
 func (c *nsClient) SubResource(subResource string) client.SubResourceClient {
 	return &nsSubResourceClient{scope: c.scope, c: c.c.SubResource(subResource)}
-}
-
-// Scheme returns the shared cluster's scheme.
-func (c *nsClient) Scheme() *runtime.Scheme { return c.c.Scheme() }
-
-// RESTMapper returns the shared cluster's REST mapper.
-func (c *nsClient) RESTMapper() meta.RESTMapper { return c.c.RESTMapper() }
-
-// GroupVersionKindFor returns obj's GroupVersionKind.
-func (c *nsClient) GroupVersionKindFor(obj runtime.Object) (schema.GroupVersionKind, error) {
-	return c.c.GroupVersionKindFor(obj)
-}
-
-// IsObjectNamespaced reports whether obj's type is namespaced.
-func (c *nsClient) IsObjectNamespaced(obj runtime.Object) (bool, error) {
-	return c.c.IsObjectNamespaced(obj)
 }
 
 // nsSubResourceClient is a subresource client scoped to a virtual cluster.

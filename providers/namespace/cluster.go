@@ -35,12 +35,8 @@ const VirtualNamespace = metav1.NamespaceDefault
 // virtualCluster is the cluster.Cluster of one namespace.
 type virtualCluster struct {
 	p         *Provider
-	name      string
-	namespace string
+	namespace string // the backing namespace, which names the cluster
 	scope     *scope
-
-	ctx    context.Context // ends when the cluster stops
-	cancel context.CancelFunc
 
 	client    *nsClient
 	apiReader *nsReader
@@ -48,52 +44,47 @@ type virtualCluster struct {
 	started   atomic.Bool
 
 	mu   sync.Mutex
-	regs map[toolscache.ResourceEventHandlerRegistration]*scopedInformer // until the cluster stops
+	regs map[toolscache.ResourceEventHandlerRegistration]*scopedInformer // nil once the cluster stopped
 }
 
 var _ cluster.Cluster = &virtualCluster{}
 
-func newVirtualCluster(ctx context.Context, p *Provider, ns string) *virtualCluster {
-	vc := &virtualCluster{p: p, name: ns, namespace: ns, regs: map[toolscache.ResourceEventHandlerRegistration]*scopedInformer{}}
-	vc.ctx, vc.cancel = context.WithCancel(ctx)
-	vc.scope = &scope{cluster: ns, namespace: ns, types: p.cl.GetClient()}
-	vc.client = newClient(vc.scope, p.cl.GetClient())
-	vc.apiReader = &nsReader{scope: vc.scope, r: p.cl.GetAPIReader()}
-	vc.cache = &virtualCache{nsReader: nsReader{scope: vc.scope, r: p.cl.GetCache()}, vc: vc}
+func newVirtualCluster(p *Provider, ns string) *virtualCluster {
+	s := &scope{namespace: ns, typeInfo: p.cl.GetClient()}
+	vc := &virtualCluster{p: p, namespace: ns, scope: s, regs: map[toolscache.ResourceEventHandlerRegistration]*scopedInformer{}}
+	vc.client = &nsClient{nsReader: nsReader{scope: s, r: p.cl.GetClient()}, c: p.cl.GetClient()}
+	vc.apiReader = &nsReader{scope: s, r: p.cl.GetAPIReader()}
+	vc.cache = &virtualCache{nsReader: nsReader{scope: s, r: p.cl.GetCache()}, vc: vc}
 	return vc
 }
 
-// Start runs the virtual cluster until ctx ends. The shared cache is run by
-// the provider; a virtual cluster only holds handler registrations, which
-// Start removes when it returns. It may be called once.
+// Start runs the virtual cluster until ctx ends: the engine ends it when the
+// namespace goes or the provider stops. The shared cache is run by the
+// provider; a virtual cluster only holds handler registrations, which Start
+// removes when it returns. It may be called once.
 func (vc *virtualCluster) Start(ctx context.Context) error {
 	if !vc.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("cluster %q: %w", vc.name, multicluster.ErrAlreadyStarted)
+		return fmt.Errorf("cluster %q: %w", vc.namespace, multicluster.ErrAlreadyStarted)
 	}
-	select {
-	case <-ctx.Done():
-	case <-vc.ctx.Done():
-	}
-	vc.stop()
+	<-ctx.Done()
+	vc.removeHandlers(nil)
 	return nil
 }
 
-// stop ends the cluster and removes every handler it registered.
-func (vc *virtualCluster) stop() {
-	vc.cancel()
-	vc.removeHandlers(func(*scopedInformer) bool { return true })
-}
-
 // removeHandlers removes the handlers registered through the cluster's
-// informers that match.
+// informers that match; a nil match removes all of them and stops the
+// cluster: no handler can be registered after.
 func (vc *virtualCluster) removeHandlers(match func(*scopedInformer) bool) {
 	removed := map[toolscache.ResourceEventHandlerRegistration]*scopedInformer{}
 	vc.mu.Lock()
 	for reg, s := range vc.regs {
-		if match(s) {
+		if match == nil || match(s) {
 			delete(vc.regs, reg)
 			removed[reg] = s
 		}
+	}
+	if match == nil {
+		vc.regs = nil
 	}
 	vc.mu.Unlock()
 	for reg, s := range removed {
@@ -101,13 +92,18 @@ func (vc *virtualCluster) removeHandlers(match func(*scopedInformer) bool) {
 	}
 }
 
+// stopped reports whether the cluster has stopped.
+func (vc *virtualCluster) stopped() bool {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	return vc.regs == nil
+}
+
 // track records reg, made through s, until the cluster stops. A cluster
-// that stopped meanwhile (its cleanup may have missed reg) removes it at once.
+// that stopped meanwhile removes it at once.
 func (vc *virtualCluster) track(reg toolscache.ResourceEventHandlerRegistration, s *scopedInformer) (toolscache.ResourceEventHandlerRegistration, error) {
 	vc.mu.Lock()
-	// stop cancels before it takes the lock: a cluster not stopped here
-	// will find reg in the map.
-	if vc.ctx.Err() == nil {
+	if vc.regs != nil {
 		vc.regs[reg] = s
 		vc.mu.Unlock()
 		return reg, nil
@@ -366,7 +362,7 @@ func (c *virtualCache) RemoveInformer(_ context.Context, obj client.Object) erro
 // Start is an error: the shared cache is started by the provider, never
 // through a virtual cluster.
 func (c *virtualCache) Start(context.Context) error {
-	return fmt.Errorf("cluster %q: %w", c.cluster, errCacheStart)
+	return fmt.Errorf("cluster %q: %w", c.namespace, errCacheStart)
 }
 
 var errCacheStart = errors.New("the cache of a namespace virtual cluster is the provider's shared cache, which the provider starts; it cannot be started through a virtual cluster")

@@ -57,7 +57,7 @@ func (s *scopedInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEv
 // to it as its initial list before it returns, and periodic resync is not
 // supported: a non-zero period is an error.
 func (s *scopedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	if s.vc.ctx.Err() != nil {
+	if s.vc.stopped() {
 		return nil, errStopped
 	}
 	if s.d == nil {
@@ -111,6 +111,6 @@ func (s *scopedInformer) AddIndexers(toolscache.Indexers) error {
 }
 
 // IsStopped reports whether the shared informer or the virtual cluster stopped.
-func (s *scopedInformer) IsStopped() bool { return s.vc.ctx.Err() != nil || s.Informer.IsStopped() }
+func (s *scopedInformer) IsStopped() bool { return s.vc.stopped() || s.Informer.IsStopped() }
 
 var errStopped = errors.New("the namespace virtual cluster has stopped")

@@ -120,9 +120,9 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	// The informer calls the handler for one event at a time, and Members
 	// hands each decision to the engine at once: no queue of our own.
 	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { p.namespaceChanged(ctx, obj, false) },
-		UpdateFunc: func(_, obj any) { p.namespaceChanged(ctx, obj, false) },
-		DeleteFunc: func(obj any) { p.namespaceChanged(ctx, obj, true) },
+		AddFunc:    func(obj any) { p.namespaceChanged(obj, false) },
+		UpdateFunc: func(_, obj any) { p.namespaceChanged(obj, false) },
+		DeleteFunc: func(obj any) { p.namespaceChanged(obj, true) },
 	})
 	if err != nil {
 		return fmt.Errorf("namespace provider: watching Namespaces: %w", err)
@@ -150,7 +150,7 @@ func errOrStopped(err error) error {
 
 // namespaceChanged publishes the namespace's virtual cluster, or withdraws it
 // when the namespace is deleted or terminating.
-func (p *Provider) namespaceChanged(ctx context.Context, obj any, deleted bool) {
+func (p *Provider) namespaceChanged(obj any, deleted bool) {
 	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, deleted = tombstone.Obj, true
 	}
@@ -168,7 +168,7 @@ func (p *Provider) namespaceChanged(ctx context.Context, obj any, deleted bool) 
 	if _, known := p.members.Hash(name); known {
 		return // a virtual cluster is built once per namespace
 	}
-	p.members.SetCluster(name, newVirtualCluster(ctx, p, name), nil)
+	p.members.SetCluster(name, newVirtualCluster(p, name), nil)
 	p.log.V(1).Info("Published namespace virtual cluster", "cluster", name)
 }
 
