@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -321,7 +322,7 @@ func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts 
 
 func (c *virtualCache) informerKey(obj client.Object) (informerKey, error) {
 	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
-	return informerKey{gvk: gvk, form: formOf(obj)}, err
+	return informerKey{gvk: gvk, typ: reflect.TypeOf(obj)}, err
 }
 
 // GetInformerForKind is GetInformer for a GroupVersionKind; kinds the scheme

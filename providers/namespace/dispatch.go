@@ -2,6 +2,7 @@ package namespace
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -12,30 +13,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// objectForm tells apart the informers controller-runtime keeps for one
-// GroupVersionKind: typed objects, unstructured objects and metadata only.
-type objectForm int
-
-const (
-	formTyped objectForm = iota
-	formUnstructured
-	formMetadata
-)
-
-// informerKey identifies one informer of the shared cache.
+// informerKey identifies one informer of the shared cache: controller-runtime
+// keeps one per GroupVersionKind and form (typed objects, unstructured objects,
+// metadata only), which the object's Go type tells apart.
 type informerKey struct {
-	gvk  schema.GroupVersionKind
-	form objectForm
-}
-
-func formOf(obj client.Object) objectForm {
-	switch obj.(type) {
-	case *metav1.PartialObjectMetadata:
-		return formMetadata
-	case interface{ UnstructuredContent() map[string]any }:
-		return formUnstructured
-	}
-	return formTyped
+	gvk schema.GroupVersionKind
+	typ reflect.Type
 }
 
 // dispatcher is the single event handler registered on one informer of the
@@ -71,13 +54,6 @@ func newDispatcher(key informerKey, informer cache.Informer) (*dispatcher, error
 	}
 	d.reg = reg
 	return d, nil
-}
-
-// handlersFor returns the registrations of namespace ns; for tests.
-func (d *dispatcher) handlersFor(ns string) []*registration {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.byNS[ns]
 }
 
 // deliver passes an event of namespace ns to the namespace's live handlers.
@@ -171,13 +147,6 @@ func (d *dispatcher) removeLocked(ns string, r *registration) {
 	default:
 		d.byNS[ns] = slices.Delete(handlers, i, i+1)
 	}
-}
-
-// namespaces returns how many namespaces have handlers; for tests.
-func (d *dispatcher) namespaces() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.byNS)
 }
 
 func namespaceOf(obj any) string {
