@@ -115,15 +115,13 @@ func (vc *virtualCluster) track(reg toolscache.ResourceEventHandlerRegistration,
 }
 
 // untrack forgets reg if it was made through an informer of the cluster's
-// over the shared informer inf, and reports whether it was.
-func (vc *virtualCluster) untrack(reg toolscache.ResourceEventHandlerRegistration, inf cache.Informer) bool {
+// over the shared informer inf.
+func (vc *virtualCluster) untrack(reg toolscache.ResourceEventHandlerRegistration, inf cache.Informer) {
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
 	if s, ok := vc.regs[reg]; ok && s.Informer == inf {
 		delete(vc.regs, reg)
-		return true
 	}
-	return false
 }
 
 // GetHTTPClient returns the shared API server's HTTP client. Requests made

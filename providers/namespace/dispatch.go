@@ -149,14 +149,13 @@ func (d *dispatcher) removeLocked(ns string, r *registration) {
 	}
 }
 
+// namespaceOf returns the namespace of an informer's object or tombstone
+// (whose key names it even when its last state is unknown).
 func namespaceOf(obj any) string {
 	switch o := obj.(type) {
 	case metav1.Object:
 		return o.GetNamespace()
 	case toolscache.DeletedFinalStateUnknown:
-		if m, ok := o.Obj.(metav1.Object); ok {
-			return m.GetNamespace()
-		}
 		ns, _, _ := toolscache.SplitMetaNamespaceKey(o.Key)
 		return ns
 	}

@@ -82,25 +82,20 @@ func (s *scopedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHa
 
 // RemoveEventHandler unregisters a handler added to this informer.
 func (s *scopedInformer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {
-	if s.vc.untrack(reg, s.Informer) {
-		s.remove(reg)
-		return nil
+	if r, ok := reg.(*registration); s.d != nil && (!ok || r.d != s.d) {
+		return fmt.Errorf("%s: registration %T was not made on this informer", s.d.key.gvk, reg)
 	}
-	if r, ok := reg.(*registration); s.d == nil || (ok && r.d == s.d) {
-		s.remove(reg) // removed already, or never ours: removing is idempotent
-		return nil
-	}
-	return fmt.Errorf("%s: registration %T was not made on this informer", s.d.key.gvk, reg)
+	s.vc.untrack(reg, s.Informer)
+	s.remove(reg) // idempotent: it may have been removed already
+	return nil
 }
 
 // remove unregisters reg, which was made through s.
 func (s *scopedInformer) remove(reg toolscache.ResourceEventHandlerRegistration) {
 	if s.d == nil {
 		_ = s.Informer.RemoveEventHandler(reg)
-		return
-	}
-	if r, ok := reg.(*registration); ok {
-		s.d.remove(s.vc.namespace, r)
+	} else {
+		s.d.remove(s.vc.namespace, reg.(*registration))
 	}
 }
 
