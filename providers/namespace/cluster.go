@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,14 +44,14 @@ type virtualCluster struct {
 	started   atomic.Bool
 
 	mu   sync.Mutex
-	regs map[toolscache.ResourceEventHandlerRegistration]*scopedInformer // nil once the cluster stopped
+	regs map[*registration]struct{} // nil once the cluster stopped
 }
 
 var _ cluster.Cluster = &virtualCluster{}
 
 func newVirtualCluster(p *Provider, ns string) *virtualCluster {
 	s := &scope{namespace: ns, typeInfo: p.cl.GetClient()}
-	vc := &virtualCluster{p: p, namespace: ns, scope: s, regs: map[toolscache.ResourceEventHandlerRegistration]*scopedInformer{}}
+	vc := &virtualCluster{p: p, namespace: ns, scope: s, regs: map[*registration]struct{}{}}
 	vc.client = &nsClient{nsReader: nsReader{scope: s, r: p.cl.GetClient()}, c: p.cl.GetClient()}
 	vc.apiReader = &nsReader{scope: s, r: p.cl.GetAPIReader()}
 	vc.cache = &virtualCache{nsReader: nsReader{scope: s, r: p.cl.GetCache()}, vc: vc}
@@ -75,21 +74,21 @@ func (vc *virtualCluster) Start(ctx context.Context) error {
 // removeHandlers removes the handlers registered through the cluster's
 // informers that match; a nil match removes all of them and stops the
 // cluster: no handler can be registered after.
-func (vc *virtualCluster) removeHandlers(match func(*scopedInformer) bool) {
-	removed := map[toolscache.ResourceEventHandlerRegistration]*scopedInformer{}
+func (vc *virtualCluster) removeHandlers(match func(*registration) bool) {
+	var removed []*registration
 	vc.mu.Lock()
-	for reg, s := range vc.regs {
-		if match == nil || match(s) {
-			delete(vc.regs, reg)
-			removed[reg] = s
+	for r := range vc.regs {
+		if match == nil || match(r) {
+			delete(vc.regs, r)
+			removed = append(removed, r)
 		}
 	}
 	if match == nil {
 		vc.regs = nil
 	}
 	vc.mu.Unlock()
-	for reg, s := range removed {
-		s.remove(reg)
+	for _, r := range removed {
+		r.d.remove(r)
 	}
 }
 
@@ -100,28 +99,25 @@ func (vc *virtualCluster) stopped() bool {
 	return vc.regs == nil
 }
 
-// track records reg, made through s, until the cluster stops. A cluster
-// that stopped meanwhile removes it at once.
-func (vc *virtualCluster) track(reg toolscache.ResourceEventHandlerRegistration, s *scopedInformer) (toolscache.ResourceEventHandlerRegistration, error) {
+// track records r until the cluster stops. A cluster that stopped meanwhile
+// removes it at once.
+func (vc *virtualCluster) track(r *registration) error {
 	vc.mu.Lock()
 	if vc.regs != nil {
-		vc.regs[reg] = s
+		vc.regs[r] = struct{}{}
 		vc.mu.Unlock()
-		return reg, nil
+		return nil
 	}
 	vc.mu.Unlock()
-	s.remove(reg)
-	return nil, errStopped
+	r.d.remove(r)
+	return errStopped
 }
 
-// untrack forgets reg if it was made through an informer of the cluster's
-// over the shared informer inf.
-func (vc *virtualCluster) untrack(reg toolscache.ResourceEventHandlerRegistration, inf cache.Informer) {
+// untrack forgets r.
+func (vc *virtualCluster) untrack(r *registration) {
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
-	if s, ok := vc.regs[reg]; ok && s.Informer == inf {
-		delete(vc.regs, reg)
-	}
+	delete(vc.regs, r)
 }
 
 // GetHTTPClient returns the shared API server's HTTP client. Requests made
@@ -290,14 +286,18 @@ type virtualCache struct {
 
 var _ cache.Cache = &virtualCache{}
 
-// GetInformer returns the cluster's informer for obj's type. For a
-// namespaced type it is a view of the shared informer that delivers only the
-// namespace's objects, in namespace "default". For a cluster-scoped type it
-// delivers the shared informer's events unchanged: cluster-scoped objects are
-// shared by all virtual clusters. Either way, handlers registered through it
-// are removed when the virtual cluster stops.
+// GetInformer returns the cluster's informer for obj's type, a view of the
+// shared informer. For a namespaced type it delivers only the namespace's
+// objects, in namespace "default". For a cluster-scoped type it delivers every
+// object unchanged: cluster-scoped objects are shared by all virtual clusters.
+// Either way, handlers registered through it are removed when the virtual
+// cluster stops.
 func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	namespaced, err := c.namespaced(obj)
+	if err != nil {
+		return nil, err
+	}
+	key, err := c.informerKey(obj)
 	if err != nil {
 		return nil, err
 	}
@@ -305,15 +305,13 @@ func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts 
 	if err != nil {
 		return nil, err
 	}
-	s := &scopedInformer{Informer: inf, vc: c.vc}
+	d, err := c.vc.p.dispatchers.get(key, inf)
+	if err != nil {
+		return nil, err
+	}
+	s := &scopedInformer{Informer: inf, vc: c.vc, d: d}
 	if namespaced {
-		key, err := c.informerKey(obj)
-		if err != nil {
-			return nil, err
-		}
-		if s.d, err = c.vc.p.dispatchers.get(key, inf); err != nil {
-			return nil, err
-		}
+		s.ns = c.vc.namespace
 	}
 	return s, nil
 }
@@ -339,22 +337,14 @@ func (c *virtualCache) GetInformerForKind(ctx context.Context, gvk schema.GroupV
 	return c.GetInformer(ctx, o, opts...)
 }
 
-// RemoveInformer removes the cluster's handlers of a namespaced type. The
-// shared informer of a cluster-scoped type serves every virtual cluster and
-// cannot be removed from one: that is an error.
+// RemoveInformer removes the handlers the cluster registered for obj's type.
+// The shared informer serves every virtual cluster and stays.
 func (c *virtualCache) RemoveInformer(_ context.Context, obj client.Object) error {
-	namespaced, err := c.namespaced(obj)
-	if err != nil {
-		return err
-	}
-	if !namespaced {
-		return fmt.Errorf("the informer for cluster-scoped %T is shared by every namespace virtual cluster and cannot be removed from one", obj)
-	}
 	key, err := c.informerKey(obj)
 	if err != nil {
 		return err
 	}
-	c.vc.removeHandlers(func(s *scopedInformer) bool { return s.d != nil && s.d.key == key })
+	c.vc.removeHandlers(func(r *registration) bool { return r.d.key == key })
 	return nil
 }
 

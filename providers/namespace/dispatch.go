@@ -22,9 +22,13 @@ type informerKey struct {
 }
 
 // dispatcher is the single event handler registered on one informer of the
-// shared cache. It routes every event by the object's namespace, a map
-// lookup, to the handlers that virtual cluster registered; no other virtual
-// cluster sees the event.
+// shared cache, for every virtual cluster. It routes every event by the
+// object's namespace, a map lookup: for a namespaced type, to the handlers
+// that namespace's virtual cluster registered, the object copied into
+// namespace "default"; no other virtual cluster sees the event. Objects of a
+// cluster-scoped type have no namespace, and every virtual cluster's handlers
+// of such a type are filed under "": they all take every event, the shared
+// objects unchanged.
 //
 // mu is held while handlers are called, by the informer's one delivery
 // goroutine and by add's replay of a namespace's objects: handlers are called
@@ -56,13 +60,13 @@ func newDispatcher(key informerKey, informer cache.Informer) (*dispatcher, error
 	return d, nil
 }
 
-// deliver passes an event of namespace ns to the namespace's live handlers.
+// deliver passes an event about obj to the live handlers of its namespace.
 // The event is made only when there is a handler to take it: virtualizing an
 // object copies it.
-func (d *dispatcher) deliver(ns string, event func() func(toolscache.ResourceEventHandler)) {
+func (d *dispatcher) deliver(obj any, event func() func(toolscache.ResourceEventHandler)) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	handlers := d.byNS[ns]
+	handlers := d.byNS[namespaceOf(obj)]
 	if len(handlers) == 0 {
 		return
 	}
@@ -76,7 +80,7 @@ func (d *dispatcher) deliver(ns string, event func() func(toolscache.ResourceEve
 
 // OnAdd implements toolscache.ResourceEventHandler.
 func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
-	d.deliver(namespaceOf(obj), func() func(toolscache.ResourceEventHandler) {
+	d.deliver(obj, func() func(toolscache.ResourceEventHandler) {
 		v := virtualize(obj)
 		return func(h toolscache.ResourceEventHandler) { h.OnAdd(v, isInInitialList) }
 	})
@@ -84,7 +88,7 @@ func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
 
 // OnUpdate implements toolscache.ResourceEventHandler.
 func (d *dispatcher) OnUpdate(oldObj, newObj any) {
-	d.deliver(namespaceOf(newObj), func() func(toolscache.ResourceEventHandler) {
+	d.deliver(newObj, func() func(toolscache.ResourceEventHandler) {
 		o, n := virtualize(oldObj), virtualize(newObj)
 		return func(h toolscache.ResourceEventHandler) { h.OnUpdate(o, n) }
 	})
@@ -92,35 +96,35 @@ func (d *dispatcher) OnUpdate(oldObj, newObj any) {
 
 // OnDelete implements toolscache.ResourceEventHandler.
 func (d *dispatcher) OnDelete(obj any) {
-	d.deliver(namespaceOf(obj), func() func(toolscache.ResourceEventHandler) {
+	d.deliver(obj, func() func(toolscache.ResourceEventHandler) {
 		v := virtualize(obj)
 		return func(h toolscache.ResourceEventHandler) { h.OnDelete(v) }
 	})
 }
 
-// add registers r for namespace ns and replays the namespace's current
-// objects to it as the initial list, before any later event of the namespace
-// reaches it. An object already in the informer's store whose own
-// notification is still queued reaches r twice (in the initial list, then as
-// that notification), never out of order; controllers, being level-based, do
-// not mind.
-func (d *dispatcher) add(ns string, r *registration) error {
+// add registers r and replays the current objects of its namespace (all
+// objects of a cluster-scoped type) to it as the initial list, before any
+// later event reaches it. An object already in the informer's
+// store whose own notification is still queued reaches r twice (in the
+// initial list, then as that notification), never out of order; controllers,
+// being level-based, do not mind.
+func (d *dispatcher) add(r *registration) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	objs, err := d.indexer.ByIndex(toolscache.NamespaceIndex, ns)
+	objs, err := d.indexer.ByIndex(toolscache.NamespaceIndex, r.ns)
 	if err != nil {
-		return fmt.Errorf("listing %s in namespace %q: %w", d.key.gvk, ns, err)
+		return fmt.Errorf("listing %s in namespace %q: %w", d.key.gvk, r.ns, err)
 	}
 	for _, obj := range objs {
 		r.handler.OnAdd(virtualize(obj), true)
 	}
-	d.byNS[ns] = append(d.byNS[ns], r)
+	d.byNS[r.ns] = append(d.byNS[r.ns], r)
 	return nil
 }
 
 // remove unregisters r. Once it returns, r's handler is not called again,
 // even if remove is called from within a callback.
-func (d *dispatcher) remove(ns string, r *registration) {
+func (d *dispatcher) remove(r *registration) {
 	if r.removed.Swap(true) {
 		return
 	}
@@ -130,22 +134,22 @@ func (d *dispatcher) remove(ns string, r *registration) {
 		go func() {
 			d.mu.Lock()
 			defer d.mu.Unlock()
-			d.removeLocked(ns, r)
+			d.removeLocked(r)
 		}()
 		return
 	}
 	defer d.mu.Unlock()
-	d.removeLocked(ns, r)
+	d.removeLocked(r)
 }
 
-func (d *dispatcher) removeLocked(ns string, r *registration) {
-	handlers := d.byNS[ns]
+func (d *dispatcher) removeLocked(r *registration) {
+	handlers := d.byNS[r.ns]
 	switch i := slices.Index(handlers, r); {
 	case i < 0:
 	case len(handlers) == 1:
-		delete(d.byNS, ns)
+		delete(d.byNS, r.ns)
 	default:
-		d.byNS[ns] = slices.Delete(handlers, i, i+1)
+		d.byNS[r.ns] = slices.Delete(handlers, i, i+1)
 	}
 }
 
@@ -164,14 +168,22 @@ func namespaceOf(obj any) string {
 
 // virtualize returns a copy of an informer object as the virtual cluster sees
 // it: in namespace "default". The shared informer's object is never modified.
+// A cluster-scoped object, shared by every virtual cluster, is returned as it
+// is.
 func virtualize(obj any) any {
 	switch o := obj.(type) {
 	case client.Object:
+		if o.GetNamespace() == "" {
+			return obj
+		}
 		c := o.DeepCopyObject().(client.Object)
 		c.SetNamespace(VirtualNamespace)
 		return c
 	case toolscache.DeletedFinalStateUnknown:
-		_, name, _ := toolscache.SplitMetaNamespaceKey(o.Key)
+		ns, name, _ := toolscache.SplitMetaNamespaceKey(o.Key)
+		if ns == "" {
+			return obj
+		}
 		return toolscache.DeletedFinalStateUnknown{Key: VirtualNamespace + "/" + name, Obj: virtualize(o.Obj)}
 	}
 	return obj

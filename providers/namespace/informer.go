@@ -10,10 +10,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// registration is a handler registered on a virtual cluster's view of a
-// namespaced type, delivered by the type's dispatcher.
+// registration is a handler registered on a virtual cluster's informer,
+// delivered by the type's dispatcher.
 type registration struct {
 	d       *dispatcher
+	ns      string // the namespace d files it under: "" for a cluster-scoped type
 	handler toolscache.ResourceEventHandler
 	removed atomic.Bool
 }
@@ -27,16 +28,17 @@ func (r *registration) HasSynced() bool { return r.d.reg.HasSynced() }
 // HasSyncedChecker is the done-checker form of HasSynced.
 func (r *registration) HasSyncedChecker() toolscache.DoneChecker { return r.d.reg.HasSyncedChecker() }
 
-// scopedInformer is one virtual cluster's informer for one type. For a
-// namespaced type (d is set) it is a view of the shared informer limited to
-// the cluster's namespace, whose objects appear in namespace "default". For a
-// cluster-scoped type it is the shared informer itself: cluster-scoped
+// scopedInformer is one virtual cluster's informer for one type, a view of
+// the shared informer through its dispatcher. For a namespaced type it
+// delivers only the cluster's namespace's objects, in namespace "default".
+// For a cluster-scoped type it delivers every object unchanged: cluster-scoped
 // objects are shared by all virtual clusters. Either way, the handlers
 // registered through it are removed when the virtual cluster stops.
 type scopedInformer struct {
 	cache.Informer // the shared informer
 	vc             *virtualCluster
-	d              *dispatcher // nil for a cluster-scoped type
+	d              *dispatcher
+	ns             string // what its registrations are filed under
 }
 
 var _ cache.Informer = &scopedInformer{}
@@ -47,56 +49,44 @@ func (s *scopedInformer) AddEventHandler(h toolscache.ResourceEventHandler) (too
 }
 
 // AddEventHandlerWithResyncPeriod registers h. Periodic resync is not
-// supported on a namespaced type's view; a non-zero period is an error.
+// supported on a virtual cluster; a non-zero period is an error.
 func (s *scopedInformer) AddEventHandlerWithResyncPeriod(h toolscache.ResourceEventHandler, resync time.Duration) (toolscache.ResourceEventHandlerRegistration, error) {
 	return s.AddEventHandlerWithOptions(h, toolscache.HandlerOptions{ResyncPeriod: &resync})
 }
 
-// AddEventHandlerWithOptions registers h until the virtual cluster stops.
-// On a namespaced type's view, the namespace's current objects are delivered
-// to it as its initial list before it returns, and periodic resync is not
-// supported: a non-zero period is an error.
+// AddEventHandlerWithOptions registers h until the virtual cluster stops. The
+// current objects it is for are delivered to it as its initial list before it
+// returns. Periodic resync is not supported on a virtual cluster; a non-zero
+// period is an error.
 func (s *scopedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
-	if s.vc.stopped() {
-		return nil, errStopped
-	}
-	if s.d == nil {
-		reg, err := s.Informer.AddEventHandlerWithOptions(h, opts)
-		if err != nil {
-			return nil, err
-		}
-		return s.vc.track(reg, s)
-	}
 	if opts.ResyncPeriod != nil && *opts.ResyncPeriod != 0 {
 		return nil, fmt.Errorf("%s: resync periods are not supported by namespace virtual clusters", s.d.key.gvk)
 	}
 	if h == nil {
 		return nil, fmt.Errorf("%s: nil event handler", s.d.key.gvk)
 	}
-	r := &registration{d: s.d, handler: h}
-	if err := s.d.add(s.vc.namespace, r); err != nil {
+	if s.vc.stopped() {
+		return nil, errStopped
+	}
+	r := &registration{d: s.d, ns: s.ns, handler: h}
+	if err := s.d.add(r); err != nil {
 		return nil, err
 	}
-	return s.vc.track(r, s)
+	if err := s.vc.track(r); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // RemoveEventHandler unregisters a handler added to this informer.
 func (s *scopedInformer) RemoveEventHandler(reg toolscache.ResourceEventHandlerRegistration) error {
-	if r, ok := reg.(*registration); s.d != nil && (!ok || r.d != s.d) {
+	r, ok := reg.(*registration)
+	if !ok || r.d != s.d {
 		return fmt.Errorf("%s: registration %T was not made on this informer", s.d.key.gvk, reg)
 	}
-	s.vc.untrack(reg, s.Informer)
-	s.remove(reg) // idempotent: it may have been removed already
+	s.vc.untrack(r)
+	s.d.remove(r) // idempotent: it may have been removed already
 	return nil
-}
-
-// remove unregisters reg, which was made through s.
-func (s *scopedInformer) remove(reg toolscache.ResourceEventHandlerRegistration) {
-	if s.d == nil {
-		_ = s.Informer.RemoveEventHandler(reg)
-	} else {
-		s.d.remove(s.vc.namespace, reg.(*registration))
-	}
 }
 
 // AddIndexers is not supported: indexers of the shared informer would apply
