@@ -2,14 +2,12 @@ package namespace
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,11 +16,21 @@ import (
 )
 
 // scope maps between a virtual cluster, whose namespaced objects live in
-// namespace "default", and its backing namespace on the shared API server.
+// namespace "default", and its backing namespace on the shared API server,
+// which names the cluster.
 type scope struct {
-	cluster   string        // the virtual cluster's name, for errors
-	namespace string        // the backing namespace
-	types     client.Client // answers which types are namespaced
+	namespace string
+	typeInfo
+}
+
+// typeInfo is what the shared client knows of types (which are namespaced),
+// for the virtual cluster's client to answer with. Only these methods of it:
+// a verb of the shared client must never be reached unmapped.
+type typeInfo interface {
+	Scheme() *runtime.Scheme
+	RESTMapper() meta.RESTMapper
+	GroupVersionKindFor(obj runtime.Object) (schema.GroupVersionKind, error)
+	IsObjectNamespaced(obj runtime.Object) (bool, error)
 }
 
 var namespacesResource = schema.GroupResource{Resource: "namespaces"}
@@ -35,73 +43,59 @@ func (s *scope) backing(ns string) (string, error) {
 		return s.namespace, nil
 	}
 	return "", fmt.Errorf("cluster %q: a namespace virtual cluster has only namespace %q: %w",
-		s.cluster, VirtualNamespace, apierrors.NewNotFound(namespacesResource, ns))
+		s.namespace, VirtualNamespace, apierrors.NewNotFound(namespacesResource, ns))
 }
 
 func (s *scope) namespaced(obj runtime.Object) (bool, error) {
-	ok, err := s.types.IsObjectNamespaced(obj)
+	ok, err := s.IsObjectNamespaced(obj)
 	if err != nil {
-		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+		return false, fmt.Errorf("cluster %q: %w", s.namespace, err)
 	}
 	return ok, nil
 }
 
 // listNamespaced reports whether the items of a list type are namespaced.
 func (s *scope) listNamespaced(list client.ObjectList) (bool, error) {
-	gvk, err := s.types.GroupVersionKindFor(list)
+	gvk, err := s.GroupVersionKindFor(list)
 	if err != nil {
-		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+		return false, fmt.Errorf("cluster %q: %w", s.namespace, err)
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
-	ok, err := apiutil.IsGVKNamespaced(gvk, s.types.RESTMapper())
+	ok, err := apiutil.IsGVKNamespaced(gvk, s.RESTMapper())
 	if err != nil {
-		return false, fmt.Errorf("cluster %q: %w", s.cluster, err)
+		return false, fmt.Errorf("cluster %q: %w", s.namespace, err)
 	}
 	return ok, nil
 }
 
-// enter moves a namespaced obj into the backing namespace. The returned
-// function moves it back into the virtual one.
-func (s *scope) enter(obj client.Object) (leave func(), err error) {
+// in runs do with obj, if its type is namespaced, moved into the backing
+// namespace, and with an optional subresource body that names the virtual
+// namespace moved there too. After, it moves them back into the virtual
+// namespace, and a body the server filled in the backing namespace as well.
+func (s *scope) in(obj client.Object, body runtime.Object, do func() error) error {
 	namespaced, err := s.namespaced(obj)
-	if err != nil {
-		return nil, err
-	}
-	if !namespaced {
-		return func() {}, nil
-	}
-	ns, err := s.backing(obj.GetNamespace())
-	if err != nil {
-		return nil, err
-	}
-	obj.SetNamespace(ns)
-	return func() { obj.SetNamespace(VirtualNamespace) }, nil
-}
-
-// in runs do with obj moved into the backing namespace (see enter), and moves
-// it back after.
-func (s *scope) in(obj client.Object, do func() error) error {
-	leave, err := s.enter(obj)
 	if err != nil {
 		return err
 	}
-	defer leave()
-	return do()
-}
-
-// enterSub moves an optional subresource body into the backing namespace if
-// it names the virtual one; a nil body is left alone.
-func (s *scope) enterSub(obj runtime.Object) func() {
-	o, ok := obj.(client.Object)
-	if !ok || o == nil || o.GetNamespace() != VirtualNamespace {
-		return func() {}
-	}
-	o.SetNamespace(s.namespace)
-	return func() {
-		if o.GetNamespace() == s.namespace {
-			o.SetNamespace(VirtualNamespace)
+	if namespaced {
+		ns, err := s.backing(obj.GetNamespace())
+		if err != nil {
+			return err
 		}
+		obj.SetNamespace(ns)
+		defer obj.SetNamespace(VirtualNamespace)
 	}
+	if b, ok := body.(client.Object); ok && b != nil {
+		if b.GetNamespace() == VirtualNamespace {
+			b.SetNamespace(s.namespace)
+		}
+		defer func() {
+			if b.GetNamespace() == s.namespace {
+				b.SetNamespace(VirtualNamespace)
+			}
+		}()
+	}
+	return do()
 }
 
 // selectBacking narrows a selection of a namespaced type (a List's, a
@@ -109,26 +103,19 @@ func (s *scope) enterSub(obj runtime.Object) func() {
 // metadata.namespace field requirement.
 func (s *scope) selectBacking(o *client.ListOptions) error {
 	var err error
-	if o.Namespace, err = s.backing(o.Namespace); err != nil {
+	if o.Namespace, err = s.backing(o.Namespace); err != nil || o.FieldSelector == nil {
 		return err
 	}
-	if o.FieldSelector, err = s.fieldSelector(o.FieldSelector); err != nil {
-		return fmt.Errorf("cluster %q: %w", s.cluster, err)
-	}
-	return nil
-}
-
-// fieldSelector rewrites a metadata.namespace requirement.
-func (s *scope) fieldSelector(sel fields.Selector) (fields.Selector, error) {
-	if sel == nil || sel.Empty() {
-		return sel, nil
-	}
-	return sel.Transform(func(field, value string) (string, string, error) {
+	o.FieldSelector, err = o.FieldSelector.Transform(func(field, value string) (string, string, error) {
 		if field == "metadata.namespace" && (value == VirtualNamespace || value == "") {
 			return field, s.namespace, nil
 		}
 		return field, value, nil
 	})
+	if err != nil {
+		return fmt.Errorf("cluster %q: %w", s.namespace, err)
+	}
+	return nil
 }
 
 // nsReader is a client.Reader scoped to a virtual cluster.
@@ -197,23 +184,19 @@ type nsClient struct {
 
 var _ client.Client = &nsClient{}
 
-func newClient(s *scope, c client.Client) *nsClient {
-	return &nsClient{nsReader: nsReader{scope: s, r: c}, c: c}
-}
-
 // Create creates obj.
 func (c *nsClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	return c.in(obj, func() error { return c.c.Create(ctx, obj, opts...) })
+	return c.in(obj, nil, func() error { return c.c.Create(ctx, obj, opts...) })
 }
 
 // Update updates obj.
 func (c *nsClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	return c.in(obj, func() error { return c.c.Update(ctx, obj, opts...) })
+	return c.in(obj, nil, func() error { return c.c.Update(ctx, obj, opts...) })
 }
 
 // Delete deletes obj.
 func (c *nsClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
-	return c.in(obj, func() error { return c.c.Delete(ctx, obj, opts...) })
+	return c.in(obj, nil, func() error { return c.c.Delete(ctx, obj, opts...) })
 }
 
 // Patch patches obj. Merge, JSON and strategic-merge patches are computed in
@@ -223,7 +206,7 @@ func (c *nsClient) Patch(ctx context.Context, obj client.Object, patch client.Pa
 	if err != nil {
 		return err
 	}
-	return c.in(obj, func() error { return c.c.Patch(ctx, obj, p, opts...) })
+	return c.in(obj, nil, func() error { return c.c.Patch(ctx, obj, p, opts...) })
 }
 
 // patch computes a patch's body before obj moves namespace, except for
@@ -237,7 +220,7 @@ func (c *scope) patch(obj client.Object, patch client.Patch) (client.Patch, erro
 	}
 	data, err := patch.Data(obj)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: computing %s patch: %w", c.cluster, patch.Type(), err)
+		return nil, fmt.Errorf("cluster %q: computing %s patch: %w", c.namespace, patch.Type(), err)
 	}
 	return client.RawPatch(patch.Type(), data), nil
 }
@@ -266,7 +249,7 @@ func (c *nsClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, op
 }
 
 // apply runs do on an unstructured copy of ac moved into the backing
-// namespace, then copies the result back into ac.
+// namespace, then fills ac with the result, back in the virtual namespace.
 func (c *scope) apply(ac runtime.ApplyConfiguration, do func(runtime.ApplyConfiguration) error) error {
 	u, err := c.unstructuredApply(ac)
 	if err != nil {
@@ -278,32 +261,24 @@ func (c *scope) apply(ac runtime.ApplyConfiguration, do func(runtime.ApplyConfig
 	if u.GetNamespace() == c.namespace {
 		u.SetNamespace(VirtualNamespace)
 	}
-	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return fmt.Errorf("cluster %q: encoding apply result: %w", c.cluster, err)
-	}
-	if err := json.Unmarshal(data, ac); err != nil {
-		return fmt.Errorf("cluster %q: decoding apply result into %T: %w", c.cluster, ac, err)
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, ac); err != nil {
+		return fmt.Errorf("cluster %q: decoding the apply result into %T: %w", c.namespace, ac, err)
 	}
 	return nil
 }
 
 func (c *scope) unstructuredApply(ac runtime.ApplyConfiguration) (*unstructured.Unstructured, error) {
 	if ac == nil {
-		return nil, fmt.Errorf("cluster %q: nil apply configuration", c.cluster)
+		return nil, fmt.Errorf("cluster %q: nil apply configuration", c.namespace)
 	}
-	data, err := json.Marshal(ac)
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ac)
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: encoding %T: %w", c.cluster, ac, err)
+		return nil, fmt.Errorf("cluster %q: converting %T: %w", c.namespace, ac, err)
 	}
-	u := &unstructured.Unstructured{}
-	if err := json.Unmarshal(data, &u.Object); err != nil {
-		return nil, fmt.Errorf("cluster %q: decoding %T: %w", c.cluster, ac, err)
-	}
-	gvk := u.GroupVersionKind()
-	namespaced, err := apiutil.IsGVKNamespaced(gvk, c.types.RESTMapper())
+	u := &unstructured.Unstructured{Object: m}
+	namespaced, err := apiutil.IsGVKNamespaced(u.GroupVersionKind(), c.RESTMapper())
 	if err != nil {
-		return nil, fmt.Errorf("cluster %q: %w", c.cluster, err)
+		return nil, fmt.Errorf("cluster %q: %w", c.namespace, err)
 	}
 	if namespaced {
 		ns, err := c.backing(u.GetNamespace())
@@ -323,22 +298,6 @@ func (c *nsClient) SubResource(subResource string) client.SubResourceClient {
 	return &nsSubResourceClient{scope: c.scope, c: c.c.SubResource(subResource)}
 }
 
-// Scheme returns the shared cluster's scheme.
-func (c *nsClient) Scheme() *runtime.Scheme { return c.c.Scheme() }
-
-// RESTMapper returns the shared cluster's REST mapper.
-func (c *nsClient) RESTMapper() meta.RESTMapper { return c.c.RESTMapper() }
-
-// GroupVersionKindFor returns obj's GroupVersionKind.
-func (c *nsClient) GroupVersionKindFor(obj runtime.Object) (schema.GroupVersionKind, error) {
-	return c.c.GroupVersionKindFor(obj)
-}
-
-// IsObjectNamespaced reports whether obj's type is namespaced.
-func (c *nsClient) IsObjectNamespaced(obj runtime.Object) (bool, error) {
-	return c.c.IsObjectNamespaced(obj)
-}
-
 // nsSubResourceClient is a subresource client scoped to a virtual cluster.
 type nsSubResourceClient struct {
 	*scope
@@ -349,33 +308,18 @@ var _ client.SubResourceClient = &nsSubResourceClient{}
 
 // Get reads obj's subresource into subResource.
 func (c *nsSubResourceClient) Get(ctx context.Context, obj, subResource client.Object, opts ...client.SubResourceGetOption) error {
-	return c.in(obj, func() error {
-		defer c.enterSub(subResource)()
-		if err := c.c.Get(ctx, obj, subResource, opts...); err != nil {
-			return err
-		}
-		if subResource.GetNamespace() == c.namespace {
-			subResource.SetNamespace(VirtualNamespace)
-		}
-		return nil
-	})
+	return c.in(obj, subResource, func() error { return c.c.Get(ctx, obj, subResource, opts...) })
 }
 
 // Create creates subResource for obj (e.g. an eviction or a token request).
 func (c *nsSubResourceClient) Create(ctx context.Context, obj, subResource client.Object, opts ...client.SubResourceCreateOption) error {
-	return c.in(obj, func() error {
-		defer c.enterSub(subResource)()
-		return c.c.Create(ctx, obj, subResource, opts...)
-	})
+	return c.in(obj, subResource, func() error { return c.c.Create(ctx, obj, subResource, opts...) })
 }
 
 // Update updates obj's subresource.
 func (c *nsSubResourceClient) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
 	o := (&client.SubResourceUpdateOptions{}).ApplyOptions(opts)
-	return c.in(obj, func() error {
-		defer c.enterSub(o.SubResourceBody)()
-		return c.c.Update(ctx, obj, o)
-	})
+	return c.in(obj, o.SubResourceBody, func() error { return c.c.Update(ctx, obj, o) })
 }
 
 // Patch patches obj's subresource.
@@ -389,10 +333,7 @@ func (c *nsSubResourceClient) Patch(ctx context.Context, obj client.Object, patc
 	if err != nil {
 		return err
 	}
-	return c.in(obj, func() error {
-		defer c.enterSub(o.SubResourceBody)()
-		return c.c.Patch(ctx, obj, p, o)
-	})
+	return c.in(obj, o.SubResourceBody, func() error { return c.c.Patch(ctx, obj, p, o) })
 }
 
 // Apply applies an apply configuration to obj's subresource.
@@ -420,17 +361,10 @@ func (a *applyPatch) Type() types.PatchType { return a.inner.Type() }
 
 func (a *applyPatch) Data(obj client.Object) ([]byte, error) {
 	data, err := a.inner.Data(obj)
-	if err != nil {
-		return nil, err
+	u := &unstructured.Unstructured{}
+	if err != nil || u.UnmarshalJSON(data) != nil || u.GetNamespace() != VirtualNamespace {
+		return data, err // not an object naming the virtual namespace: the server judges it
 	}
-	var body map[string]any
-	if json.Unmarshal(data, &body) != nil {
-		return data, nil // not a JSON object: let the server judge it
-	}
-	md, _ := body["metadata"].(map[string]any)
-	if ns, _ := md["namespace"].(string); md == nil || ns != VirtualNamespace {
-		return data, nil
-	}
-	md["namespace"] = a.scope.namespace
-	return json.Marshal(body)
+	u.SetNamespace(a.scope.namespace)
+	return u.MarshalJSON()
 }

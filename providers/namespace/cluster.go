@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -16,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,108 +35,89 @@ const VirtualNamespace = metav1.NamespaceDefault
 // virtualCluster is the cluster.Cluster of one namespace.
 type virtualCluster struct {
 	p         *Provider
-	name      string
-	namespace string
+	namespace string // the backing namespace, which names the cluster
 	scope     *scope
-
-	ctx    context.Context // ends when the cluster stops
-	cancel context.CancelFunc
 
 	client    *nsClient
 	apiReader *nsReader
 	cache     *virtualCache
 	started   atomic.Bool
 
-	mu     sync.Mutex
-	views  map[informerKey]*viewInformer
-	shared map[cache.Informer]*clusterScopedInformer
+	mu   sync.Mutex
+	regs map[*registration]struct{} // nil once the cluster stopped
 }
 
 var _ cluster.Cluster = &virtualCluster{}
 
-func newVirtualCluster(ctx context.Context, p *Provider, ns string) *virtualCluster {
-	vc := &virtualCluster{p: p, name: ns, namespace: ns, views: map[informerKey]*viewInformer{}}
-	vc.ctx, vc.cancel = context.WithCancel(ctx)
-	vc.scope = &scope{cluster: ns, namespace: ns, types: p.cl.GetClient()}
-	vc.client = newClient(vc.scope, p.cl.GetClient())
-	vc.apiReader = &nsReader{scope: vc.scope, r: p.cl.GetAPIReader()}
-	vc.cache = &virtualCache{nsReader: nsReader{scope: vc.scope, r: p.cl.GetCache()}, vc: vc}
+func newVirtualCluster(p *Provider, ns string) *virtualCluster {
+	s := &scope{namespace: ns, typeInfo: p.cl.GetClient()}
+	vc := &virtualCluster{p: p, namespace: ns, scope: s, regs: map[*registration]struct{}{}}
+	vc.client = &nsClient{nsReader: nsReader{scope: s, r: p.cl.GetClient()}, c: p.cl.GetClient()}
+	vc.apiReader = &nsReader{scope: s, r: p.cl.GetAPIReader()}
+	vc.cache = &virtualCache{nsReader: nsReader{scope: s, r: p.cl.GetCache()}, vc: vc}
 	return vc
 }
 
-// Start runs the virtual cluster until ctx ends. The shared cache is run by
-// the provider; a virtual cluster only holds handler registrations, which
-// Start removes when it returns. It may be called once.
+// Start runs the virtual cluster until ctx ends: the engine ends it when the
+// namespace goes or the provider stops. The shared cache is run by the
+// provider; a virtual cluster only holds handler registrations, which Start
+// removes when it returns. It may be called once.
 func (vc *virtualCluster) Start(ctx context.Context) error {
 	if !vc.started.CompareAndSwap(false, true) {
-		return fmt.Errorf("cluster %q: %w", vc.name, multicluster.ErrAlreadyStarted)
+		return fmt.Errorf("cluster %q: %w", vc.namespace, multicluster.ErrAlreadyStarted)
 	}
-	select {
-	case <-ctx.Done():
-	case <-vc.ctx.Done():
-	}
-	vc.stop()
+	<-ctx.Done()
+	vc.removeHandlers(nil)
 	return nil
 }
 
-// stop ends the cluster and removes every handler it registered.
-func (vc *virtualCluster) stop() {
-	vc.cancel()
+// removeHandlers removes the handlers registered through the cluster's
+// informers that match; a nil match removes all of them and stops the
+// cluster: no handler can be registered after.
+func (vc *virtualCluster) removeHandlers(match func(*registration) bool) {
+	var removed []*registration
 	vc.mu.Lock()
-	views := vc.views
-	vc.views = map[informerKey]*viewInformer{}
-	shared := vc.shared
-	vc.shared = nil
-	vc.mu.Unlock()
-	for _, v := range views {
-		v.removeAll()
-	}
-	for _, s := range shared {
-		s.removeAll()
-	}
-}
-
-// sharedView returns the cluster's wrapper of a shared informer of a
-// cluster-scoped type.
-func (vc *virtualCluster) sharedView(inf cache.Informer) *clusterScopedInformer {
-	vc.mu.Lock()
-	defer vc.mu.Unlock()
-	if s, ok := vc.shared[inf]; ok {
-		return s
-	}
-	s := &clusterScopedInformer{Informer: inf, vc: vc, regs: map[toolscache.ResourceEventHandlerRegistration]struct{}{}}
-	if vc.ctx.Err() == nil {
-		if vc.shared == nil {
-			vc.shared = map[cache.Informer]*clusterScopedInformer{}
+	for r := range vc.regs {
+		if match == nil || match(r) {
+			delete(vc.regs, r)
+			removed = append(removed, r)
 		}
-		vc.shared[inf] = s
 	}
-	return s
+	if match == nil {
+		vc.regs = nil
+	}
+	vc.mu.Unlock()
+	for _, r := range removed {
+		r.d.remove(r)
+	}
 }
 
-// view returns the cluster's informer view for key.
-func (vc *virtualCluster) view(ctx context.Context, key informerKey, obj client.Object) (*viewInformer, error) {
-	vc.mu.Lock()
-	v, ok := vc.views[key]
-	vc.mu.Unlock()
-	if ok {
-		return v, nil
-	}
-	d, err := vc.p.dispatchers.get(ctx, key, obj)
-	if err != nil {
-		return nil, fmt.Errorf("getting the shared informer for %s: %w", key.gvk, err)
-	}
+// stopped reports whether the cluster has stopped.
+func (vc *virtualCluster) stopped() bool {
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
-	if vc.ctx.Err() != nil {
-		return nil, errStopped
+	return vc.regs == nil
+}
+
+// track records r until the cluster stops. A cluster that stopped meanwhile
+// removes it at once.
+func (vc *virtualCluster) track(r *registration) error {
+	vc.mu.Lock()
+	if vc.regs != nil {
+		vc.regs[r] = struct{}{}
+		vc.mu.Unlock()
+		return nil
 	}
-	if v, ok := vc.views[key]; ok {
-		return v, nil
-	}
-	v = &viewInformer{vc: vc, d: d, regs: map[*registration]struct{}{}}
-	vc.views[key] = v
-	return v, nil
+	vc.mu.Unlock()
+	r.d.remove(r)
+	return errStopped
+}
+
+// untrack forgets r.
+func (vc *virtualCluster) untrack(r *registration) {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	delete(vc.regs, r)
 }
 
 // GetHTTPClient returns the shared API server's HTTP client. Requests made
@@ -305,44 +286,39 @@ type virtualCache struct {
 
 var _ cache.Cache = &virtualCache{}
 
-// GetInformer returns the cluster's informer for obj's type. For a
-// namespaced type it is a view of the shared informer that delivers only the
-// namespace's objects, in namespace "default". For a cluster-scoped type it
-// delivers the shared informer's events unchanged: cluster-scoped objects are
-// shared by all virtual clusters. Either way, handlers registered through it
-// are removed when the virtual cluster stops.
+// GetInformer returns the cluster's informer for obj's type, a view of the
+// shared informer. For a namespaced type it delivers only the namespace's
+// objects, in namespace "default". For a cluster-scoped type it delivers every
+// object unchanged: cluster-scoped objects are shared by all virtual clusters.
+// Either way, handlers registered through it are removed when the virtual
+// cluster stops.
 func (c *virtualCache) GetInformer(ctx context.Context, obj client.Object, opts ...cache.InformerGetOption) (cache.Informer, error) {
 	namespaced, err := c.namespaced(obj)
 	if err != nil {
 		return nil, err
 	}
-	if !namespaced {
-		inf, err := c.r.(cache.Cache).GetInformer(ctx, obj, opts...)
-		if err != nil {
-			return nil, err
-		}
-		return c.vc.sharedView(inf), nil
+	key, err := c.informerKey(obj)
+	if err != nil {
+		return nil, err
 	}
+	inf, err := c.r.(cache.Cache).GetInformer(ctx, obj, opts...)
+	if err != nil {
+		return nil, err
+	}
+	d, err := c.vc.p.dispatchers.get(key, inf)
+	if err != nil {
+		return nil, err
+	}
+	s := &scopedInformer{Informer: inf, vc: c.vc, d: d}
+	if namespaced {
+		s.ns = c.vc.namespace
+	}
+	return s, nil
+}
+
+func (c *virtualCache) informerKey(obj client.Object) (informerKey, error) {
 	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
-	if err != nil {
-		return nil, err
-	}
-	v, err := c.vc.view(ctx, informerKey{gvk: gvk, form: formOf(obj)}, obj)
-	if err != nil {
-		return nil, err
-	}
-	o := cache.InformerGetOptions{}
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if o.BlockUntilSynced == nil || *o.BlockUntilSynced {
-		select {
-		case <-v.HasSyncedChecker().Done():
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for the informer for %s to sync: %w", gvk, ctx.Err())
-		}
-	}
-	return v, nil
+	return informerKey{gvk: gvk, typ: reflect.TypeOf(obj)}, err
 }
 
 // GetInformerForKind is GetInformer for a GroupVersionKind; kinds the scheme
@@ -361,36 +337,21 @@ func (c *virtualCache) GetInformerForKind(ctx context.Context, gvk schema.GroupV
 	return c.GetInformer(ctx, o, opts...)
 }
 
-// RemoveInformer removes the cluster's view for a namespaced type with all
-// its handlers. The shared informer of a cluster-scoped type serves every
-// virtual cluster and cannot be removed from one: that is an error.
+// RemoveInformer removes the handlers the cluster registered for obj's type.
+// The shared informer serves every virtual cluster and stays.
 func (c *virtualCache) RemoveInformer(_ context.Context, obj client.Object) error {
-	namespaced, err := c.namespaced(obj)
+	key, err := c.informerKey(obj)
 	if err != nil {
 		return err
 	}
-	if !namespaced {
-		return fmt.Errorf("the informer for cluster-scoped %T is shared by every namespace virtual cluster and cannot be removed from one", obj)
-	}
-	gvk, err := apiutil.GVKForObject(obj, c.vc.GetScheme())
-	if err != nil {
-		return err
-	}
-	key := informerKey{gvk: gvk, form: formOf(obj)}
-	c.vc.mu.Lock()
-	v, ok := c.vc.views[key]
-	delete(c.vc.views, key)
-	c.vc.mu.Unlock()
-	if ok {
-		v.removeAll()
-	}
+	c.vc.removeHandlers(func(r *registration) bool { return r.d.key == key })
 	return nil
 }
 
 // Start is an error: the shared cache is started by the provider, never
 // through a virtual cluster.
 func (c *virtualCache) Start(context.Context) error {
-	return fmt.Errorf("cluster %q: %w", c.cluster, errCacheStart)
+	return fmt.Errorf("cluster %q: %w", c.namespace, errCacheStart)
 }
 
 var errCacheStart = errors.New("the cache of a namespace virtual cluster is the provider's shared cache, which the provider starts; it cannot be started through a virtual cluster")

@@ -1,8 +1,8 @@
 package namespace
 
 import (
-	"context"
 	"fmt"
+	"reflect"
 	"slices"
 	"sync"
 
@@ -13,66 +13,45 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// objectForm tells apart the informers controller-runtime keeps for one
-// GroupVersionKind: typed objects, unstructured objects and metadata only.
-type objectForm int
-
-const (
-	formTyped objectForm = iota
-	formUnstructured
-	formMetadata
-)
-
-// informerKey identifies one informer of the shared cache.
+// informerKey identifies one informer of the shared cache: controller-runtime
+// keeps one per GroupVersionKind and form (typed objects, unstructured objects,
+// metadata only), which the object's Go type tells apart.
 type informerKey struct {
-	gvk  schema.GroupVersionKind
-	form objectForm
-}
-
-func formOf(obj client.Object) objectForm {
-	switch obj.(type) {
-	case *metav1.PartialObjectMetadata:
-		return formMetadata
-	case interface{ UnstructuredContent() map[string]any }:
-		return formUnstructured
-	}
-	return formTyped
+	gvk schema.GroupVersionKind
+	typ reflect.Type
 }
 
 // dispatcher is the single event handler registered on one informer of the
-// shared cache. It routes every event by the object's namespace, a map
-// lookup, to the handlers that virtual cluster registered; no other virtual
-// cluster sees the event.
+// shared cache, for every virtual cluster. It routes every event by the
+// object's namespace, a map lookup: for a namespaced type, to the handlers
+// that namespace's virtual cluster registered, the object copied into
+// namespace "default"; no other virtual cluster sees the event. Objects of a
+// cluster-scoped type have no namespace, and every virtual cluster's handlers
+// of such a type are filed under "": they all take every event, the shared
+// objects unchanged.
+//
+// mu is held while handlers are called, by the informer's one delivery
+// goroutine and by add's replay of a namespace's objects: handlers are called
+// one event at a time, as client-go calls one registration, and a replay is
+// never overtaken by a live event. A handler may remove registrations from
+// within a callback; it must not add one to the same type.
 type dispatcher struct {
 	key      informerKey
 	informer cache.Informer
-	list     func(namespace string) ([]any, error) // the informer's objects in a namespace
+	indexer  toolscache.Indexer // the informer's store
 	reg      toolscache.ResourceEventHandlerRegistration
 
-	mu   sync.RWMutex
-	byNS map[string]*nsHandlers
-}
-
-// nsHandlers are the handlers of one namespace's virtual cluster. mu
-// serialises their calls, as client-go does for one registration. A handler
-// may remove registrations from within a callback; it must not add one for
-// the same namespace from within a callback.
-type nsHandlers struct {
-	mu       sync.Mutex
-	handlers []*registration
-	dropped  bool // removed from the dispatcher's map; a new one takes over
+	mu   sync.Mutex
+	byNS map[string][]*registration
 }
 
 // newDispatcher registers a dispatcher on informer.
 func newDispatcher(key informerKey, informer cache.Informer) (*dispatcher, error) {
-	d := &dispatcher{key: key, informer: informer, byNS: map[string]*nsHandlers{}}
-	switch i := informer.(type) {
-	case interface{ GetIndexer() toolscache.Indexer }:
-		indexer := i.GetIndexer()
-		d.list = func(ns string) ([]any, error) { return indexer.ByIndex(toolscache.NamespaceIndex, ns) }
-	default:
+	i, ok := informer.(interface{ GetIndexer() toolscache.Indexer })
+	if !ok {
 		return nil, fmt.Errorf("informer for %s is a %T, which does not expose its indexer", key.gvk, informer)
 	}
+	d := &dispatcher{key: key, informer: informer, indexer: i.GetIndexer(), byNS: map[string][]*registration{}}
 	reg, err := informer.AddEventHandlerWithOptions(d, toolscache.HandlerOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("registering the namespace dispatcher for %s: %w", key.gvk, err)
@@ -81,28 +60,18 @@ func newDispatcher(key informerKey, informer cache.Informer) (*dispatcher, error
 	return d, nil
 }
 
-func (d *dispatcher) handlersFor(ns string) *nsHandlers {
-	d.mu.RLock()
-	h := d.byNS[ns]
-	d.mu.RUnlock()
-	return h
-}
-
-// deliver passes an event of namespace ns to the namespace's live handlers.
+// deliver passes an event about obj to the live handlers of its namespace.
 // The event is made only when there is a handler to take it: virtualizing an
 // object copies it.
-func (d *dispatcher) deliver(ns string, event func() func(toolscache.ResourceEventHandler)) {
-	h := d.handlersFor(ns)
-	if h == nil {
-		return
-	}
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.handlers) == 0 {
+func (d *dispatcher) deliver(obj any, event func() func(toolscache.ResourceEventHandler)) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	handlers := d.byNS[namespaceOf(obj)]
+	if len(handlers) == 0 {
 		return
 	}
 	send := event()
-	for _, r := range h.handlers {
+	for _, r := range handlers {
 		if !r.removed.Load() {
 			send(r.handler)
 		}
@@ -111,7 +80,7 @@ func (d *dispatcher) deliver(ns string, event func() func(toolscache.ResourceEve
 
 // OnAdd implements toolscache.ResourceEventHandler.
 func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
-	d.deliver(namespaceOf(obj), func() func(toolscache.ResourceEventHandler) {
+	d.deliver(obj, func() func(toolscache.ResourceEventHandler) {
 		v := virtualize(obj)
 		return func(h toolscache.ResourceEventHandler) { h.OnAdd(v, isInInitialList) }
 	})
@@ -119,7 +88,7 @@ func (d *dispatcher) OnAdd(obj any, isInInitialList bool) {
 
 // OnUpdate implements toolscache.ResourceEventHandler.
 func (d *dispatcher) OnUpdate(oldObj, newObj any) {
-	d.deliver(namespaceOf(newObj), func() func(toolscache.ResourceEventHandler) {
+	d.deliver(newObj, func() func(toolscache.ResourceEventHandler) {
 		o, n := virtualize(oldObj), virtualize(newObj)
 		return func(h toolscache.ResourceEventHandler) { h.OnUpdate(o, n) }
 	})
@@ -127,107 +96,70 @@ func (d *dispatcher) OnUpdate(oldObj, newObj any) {
 
 // OnDelete implements toolscache.ResourceEventHandler.
 func (d *dispatcher) OnDelete(obj any) {
-	d.deliver(namespaceOf(obj), func() func(toolscache.ResourceEventHandler) {
+	d.deliver(obj, func() func(toolscache.ResourceEventHandler) {
 		v := virtualize(obj)
 		return func(h toolscache.ResourceEventHandler) { h.OnDelete(v) }
 	})
 }
 
-// add registers r for namespace ns and replays the namespace's current
-// objects to it as the initial list, before any later event of the namespace
-// reaches it. An object already in the informer's store whose own
-// notification is still queued reaches r twice (in the initial list, then as
-// that notification), never out of order; controllers, being level-based, do
-// not mind.
-func (d *dispatcher) add(ns string, r *registration) error {
-	// Lock order: d.mu is never held while waiting for h.mu.
-	var h *nsHandlers
-	for {
-		d.mu.Lock()
-		h = d.byNS[ns]
-		if h == nil {
-			h = &nsHandlers{}
-			d.byNS[ns] = h
-		}
-		d.mu.Unlock()
-		h.mu.Lock()
-		if !h.dropped {
-			break
-		}
-		h.mu.Unlock() // its last handler left meanwhile: take the next one
-	}
-	defer h.mu.Unlock()
-
-	objs, err := d.list(ns)
+// add registers r and replays the current objects of its namespace (all
+// objects of a cluster-scoped type) to it as the initial list, before any
+// later event reaches it. An object already in the informer's
+// store whose own notification is still queued reaches r twice (in the
+// initial list, then as that notification), never out of order; controllers,
+// being level-based, do not mind.
+func (d *dispatcher) add(r *registration) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	objs, err := d.indexer.ByIndex(toolscache.NamespaceIndex, r.ns)
 	if err != nil {
-		d.dropIfEmptyLocked(ns, h)
-		return fmt.Errorf("listing %s in namespace %q: %w", d.key.gvk, ns, err)
+		return fmt.Errorf("listing %s in namespace %q: %w", d.key.gvk, r.ns, err)
 	}
 	for _, obj := range objs {
 		r.handler.OnAdd(virtualize(obj), true)
 	}
-	h.handlers = append(slices.Clip(h.handlers), r)
+	d.byNS[r.ns] = append(d.byNS[r.ns], r)
 	return nil
 }
 
 // remove unregisters r. Once it returns, r's handler is not called again,
-// even if remove is called from within one of the namespace's callbacks.
-func (d *dispatcher) remove(ns string, r *registration) {
+// even if remove is called from within a callback.
+func (d *dispatcher) remove(r *registration) {
 	if r.removed.Swap(true) {
 		return
 	}
-	h := d.handlersFor(ns)
-	if h == nil {
-		return
-	}
-	if !h.mu.TryLock() {
+	if !d.mu.TryLock() {
 		// A delivery is under way, possibly on this very goroutine: it skips
 		// r from now on; drop r from the list once it is over.
-		go d.removeLocked(ns, h, r, true)
+		go func() {
+			d.mu.Lock()
+			defer d.mu.Unlock()
+			d.removeLocked(r)
+		}()
 		return
 	}
-	d.removeLocked(ns, h, r, false)
+	defer d.mu.Unlock()
+	d.removeLocked(r)
 }
 
-func (d *dispatcher) removeLocked(ns string, h *nsHandlers, r *registration, lock bool) {
-	if lock {
-		h.mu.Lock()
-	}
-	defer h.mu.Unlock()
-	if i := slices.Index(h.handlers, r); i >= 0 {
-		h.handlers = slices.Delete(slices.Clone(h.handlers), i, i+1)
-		d.dropIfEmptyLocked(ns, h)
+func (d *dispatcher) removeLocked(r *registration) {
+	handlers := d.byNS[r.ns]
+	switch i := slices.Index(handlers, r); {
+	case i < 0:
+	case len(handlers) == 1:
+		delete(d.byNS, r.ns)
+	default:
+		d.byNS[r.ns] = slices.Delete(handlers, i, i+1)
 	}
 }
 
-// dropIfEmptyLocked forgets h once it has no handlers; h.mu is held.
-func (d *dispatcher) dropIfEmptyLocked(ns string, h *nsHandlers) {
-	if len(h.handlers) > 0 {
-		return
-	}
-	h.dropped = true
-	d.mu.Lock()
-	if d.byNS[ns] == h {
-		delete(d.byNS, ns)
-	}
-	d.mu.Unlock()
-}
-
-// namespaces returns how many namespaces have handlers; for tests.
-func (d *dispatcher) namespaces() int {
-	d.mu.RLock()
-	defer d.mu.RUnlock()
-	return len(d.byNS)
-}
-
+// namespaceOf returns the namespace of an informer's object or tombstone
+// (whose key names it even when its last state is unknown).
 func namespaceOf(obj any) string {
 	switch o := obj.(type) {
 	case metav1.Object:
 		return o.GetNamespace()
 	case toolscache.DeletedFinalStateUnknown:
-		if m, ok := o.Obj.(metav1.Object); ok {
-			return m.GetNamespace()
-		}
 		ns, _, _ := toolscache.SplitMetaNamespaceKey(o.Key)
 		return ns
 	}
@@ -236,14 +168,22 @@ func namespaceOf(obj any) string {
 
 // virtualize returns a copy of an informer object as the virtual cluster sees
 // it: in namespace "default". The shared informer's object is never modified.
+// A cluster-scoped object, shared by every virtual cluster, is returned as it
+// is.
 func virtualize(obj any) any {
 	switch o := obj.(type) {
 	case client.Object:
+		if o.GetNamespace() == "" {
+			return obj
+		}
 		c := o.DeepCopyObject().(client.Object)
 		c.SetNamespace(VirtualNamespace)
 		return c
 	case toolscache.DeletedFinalStateUnknown:
-		_, name, _ := toolscache.SplitMetaNamespaceKey(o.Key)
+		ns, name, _ := toolscache.SplitMetaNamespaceKey(o.Key)
+		if ns == "" {
+			return obj
+		}
 		return toolscache.DeletedFinalStateUnknown{Key: VirtualNamespace + "/" + name, Obj: virtualize(o.Obj)}
 	}
 	return obj
@@ -252,23 +192,17 @@ func virtualize(obj any) any {
 // dispatchers are the provider's dispatchers, one per informer of the shared
 // cache, created when a virtual cluster first asks for an informer.
 type dispatchers struct {
-	cache cache.Cache
-
 	mu sync.Mutex
 	m  map[informerKey]*dispatcher
 }
 
-// get returns the dispatcher for obj's informer, creating the informer and
-// the dispatcher on first use.
-func (ds *dispatchers) get(ctx context.Context, key informerKey, obj client.Object) (*dispatcher, error) {
+// get returns the dispatcher of the shared informer of key, registering one
+// on first use.
+func (ds *dispatchers) get(key informerKey, informer cache.Informer) (*dispatcher, error) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	if d, ok := ds.m[key]; ok {
 		return d, nil
-	}
-	informer, err := ds.cache.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
-	if err != nil {
-		return nil, err
 	}
 	d, err := newDispatcher(key, informer)
 	if err != nil {

@@ -44,7 +44,8 @@
 // Cluster-scoped objects (Nodes, ClusterRoles, CustomResourceDefinitions,
 // Namespaces themselves, ...) are not virtualised: every virtual cluster reads
 // and writes the same objects of the shared API server, and an informer for a
-// cluster-scoped type is the shared informer itself. Likewise GetConfig and
+// cluster-scoped type delivers the shared informer's objects unchanged (its
+// handlers, too, are dispatched by the informer's one handler). Likewise GetConfig and
 // GetHTTPClient return the shared API server's; requests made with them are
 // not mapped into the namespace.
 //

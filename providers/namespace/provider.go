@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
+	"reflect"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -48,8 +48,7 @@ type Provider struct {
 	idxMu   sync.Mutex
 	indexed map[indexKey]struct{}
 
-	mu      sync.Mutex
-	started bool
+	started atomic.Bool
 }
 
 type indexKey struct {
@@ -63,10 +62,9 @@ type indexKey struct {
 // cache is shared by all virtual clusters.
 func New(cl cluster.Cluster) *Provider {
 	p := &Provider{
-		cl:          cl,
-		log:         logf.Log.WithName("namespace-provider"),
-		dispatchers: dispatchers{cache: cl.GetCache()},
-		indexed:     map[indexKey]struct{}{},
+		cl:      cl,
+		log:     logf.Log.WithName("namespace-provider"),
+		indexed: map[indexKey]struct{}{},
 	}
 	p.View = p.members.View()
 	return p
@@ -76,20 +74,14 @@ func New(cl cluster.Cluster) *Provider {
 // Namespace that exists and is not terminating, and withdraws it when its
 // Namespace is deleted or starts terminating. It blocks until ctx is done.
 func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
-	p.mu.Lock()
-	if p.started {
-		p.mu.Unlock()
+	if !p.started.CompareAndSwap(false, true) {
 		return fmt.Errorf("namespace provider: %w", multicluster.ErrAlreadyStarted)
 	}
-	p.started = true
-	p.mu.Unlock()
-
 	var wg sync.WaitGroup
 	defer wg.Wait() // runs last: everything below was cancelled or shut down
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 
-	clusterErr := make(chan error, 1)
 	if _, isManager := p.cl.(manager.Manager); !isManager {
 		wg.Go(func() {
 			err := p.cl.Start(ctx)
@@ -98,17 +90,14 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 				p.log.Info("The shared cluster runs already; using it as it is")
 				return
 			}
-			clusterErr <- err
-			cancel()
+			if err == nil {
+				err = errors.New("cluster.Start returned") // no-op once ctx is done
+			}
+			cancel(fmt.Errorf("%w: %w", errSharedStopped, err))
 		})
 	}
 	if !p.cl.GetCache().WaitForCacheSync(ctx) {
-		select {
-		case err := <-clusterErr:
-			return fmt.Errorf("namespace provider: shared cluster stopped: %w", errOrStopped(err))
-		default:
-			return fmt.Errorf("namespace provider: shared cache did not sync: %w", context.Cause(ctx))
-		}
+		return fmt.Errorf("namespace provider: shared cache did not sync: %w", context.Cause(ctx))
 	}
 
 	informer, err := p.cl.GetCache().GetInformer(ctx, &corev1.Namespace{})
@@ -116,14 +105,14 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 		return fmt.Errorf("namespace provider: getting the Namespace informer: %w", err)
 	}
 	defer p.members.Wait() // after cancel: the engine of our own, if any
-	defer cancel()
+	defer cancel(nil)
 	p.members.Start(ctx, aware, p.log)
 	// The informer calls the handler for one event at a time, and Members
 	// hands each decision to the engine at once: no queue of our own.
 	reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { p.namespaceChanged(ctx, obj, false) },
-		UpdateFunc: func(_, obj any) { p.namespaceChanged(ctx, obj, false) },
-		DeleteFunc: func(obj any) { p.namespaceChanged(ctx, obj, true) },
+		AddFunc:    func(obj any) { p.namespaceChanged(obj, false) },
+		UpdateFunc: func(_, obj any) { p.namespaceChanged(obj, false) },
+		DeleteFunc: func(obj any) { p.namespaceChanged(obj, true) },
 	})
 	if err != nil {
 		return fmt.Errorf("namespace provider: watching Namespaces: %w", err)
@@ -132,26 +121,17 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	defer p.dispatchers.stop()
 
 	<-ctx.Done()
-	select {
-	case err := <-clusterErr:
-		if err != nil {
-			return fmt.Errorf("namespace provider: shared cluster: %w", err)
-		}
-	default:
+	if err := context.Cause(ctx); errors.Is(err, errSharedStopped) {
+		return fmt.Errorf("namespace provider: %w", err)
 	}
 	return nil
 }
 
-func errOrStopped(err error) error {
-	if err == nil {
-		return errors.New("cluster.Start returned")
-	}
-	return err
-}
+var errSharedStopped = errors.New("shared cluster stopped")
 
 // namespaceChanged publishes the namespace's virtual cluster, or withdraws it
 // when the namespace is deleted or terminating.
-func (p *Provider) namespaceChanged(ctx context.Context, obj any, deleted bool) {
+func (p *Provider) namespaceChanged(obj any, deleted bool) {
 	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 		obj, deleted = tombstone.Obj, true
 	}
@@ -169,7 +149,7 @@ func (p *Provider) namespaceChanged(ctx context.Context, obj any, deleted bool) 
 	if _, known := p.members.Hash(name); known {
 		return // a virtual cluster is built once per namespace
 	}
-	p.members.SetCluster(name, newVirtualCluster(ctx, p, name), nil)
+	p.members.SetCluster(name, newVirtualCluster(p, name), nil)
 	p.log.V(1).Info("Published namespace virtual cluster", "cluster", name)
 }
 
@@ -184,7 +164,7 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 	if err != nil {
 		return fmt.Errorf("namespace provider: indexing %T by %q: %w", obj, field, err)
 	}
-	key := indexKey{informerKey: informerKey{gvk: gvk, form: formOf(obj)}, field: field}
+	key := indexKey{informerKey: informerKey{gvk: gvk, typ: reflect.TypeOf(obj)}, field: field}
 	p.idxMu.Lock()
 	defer p.idxMu.Unlock()
 	if _, ok := p.indexed[key]; ok {
@@ -199,22 +179,3 @@ func (p *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 
 // SharedCluster returns the cluster whose cache backs every virtual cluster.
 func (p *Provider) SharedCluster() cluster.Cluster { return p.cl }
-
-// informers returns the number of shared informers with a namespace
-// dispatcher, and the namespaces they dispatch to; for tests.
-func (p *Provider) informers() map[schema.GroupVersionKind]int {
-	p.dispatchers.mu.Lock()
-	defer p.dispatchers.mu.Unlock()
-	out := map[schema.GroupVersionKind]int{}
-	for k, d := range p.dispatchers.m {
-		out[k.gvk] = d.namespaces()
-	}
-	return out
-}
-
-// dispatcherSnapshot returns the current dispatchers; for tests.
-func (p *Provider) dispatcherSnapshot() map[informerKey]*dispatcher {
-	p.dispatchers.mu.Lock()
-	defer p.dispatchers.mu.Unlock()
-	return maps.Clone(p.dispatchers.m)
-}

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -71,10 +72,15 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := nsInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{}); err != nil {
+	var sawAfter atomic.Int32 // Namespace "uniform-after", created once the cluster is gone
+	if _, err := nsInformer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{AddFunc: func(obj any) {
+		if obj.(*corev1.Namespace).Name == "uniform-after" {
+			sawAfter.Add(1)
+		}
+	}}); err != nil {
 		t.Fatal(err)
 	}
-	scoped := nsInformer.(*clusterScopedInformer)
+	scoped := late.(*virtualCluster)
 
 	// Deleting it disengages it (envtest has no namespace controller: the
 	// Namespace stays terminating, which is enough).
@@ -107,6 +113,13 @@ func TestUniformControllerAcrossNamespaces(t *testing.T) {
 		}
 		return nil
 	})
+	// And the shared informer no longer calls it: a Namespace created now
+	// engages (the provider's handler on that informer saw it), unseen by it.
+	createNamespaces(t, c, []string{"uniform-after"})
+	fleettest.Eventually(t, 30*time.Second, func() error { _, err := env.mgr.GetCluster(ctx, "uniform-after"); return err })
+	if n := sawAfter.Load(); n != 0 {
+		t.Errorf("a handler of the disengaged cluster saw %d Namespace events after it left", n)
+	}
 	// The others still work.
 	if _, err := env.p.Get(ctx, initial[0]); err != nil {
 		t.Fatal(err)

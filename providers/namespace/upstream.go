@@ -19,7 +19,7 @@ type (
 	NamespacedCache = virtualCache
 	// ScopedInformer is an informer of the shared cache seen from one
 	// namespace: it delivers the namespace's objects only.
-	ScopedInformer = viewInformer
+	ScopedInformer = scopedInformer
 )
 
 // Namespace returns the namespace the cluster stands for.
