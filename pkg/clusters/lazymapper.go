@@ -33,6 +33,10 @@ var discoveryTimeout = 30 * time.Second
 // kinds are looked up again, at most every few seconds per group version, so
 // CRDs installed later are found.
 func NewLazyRESTMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	return newLazyMapper(cfg, httpClient)
+}
+
+func newLazyMapper(cfg *rest.Config, httpClient *http.Client) (*lazyMapper, error) {
 	// Lookups do not take a context: bound them, so that a server that
 	// accepts connections and never answers cannot hold a caller forever.
 	// The copy shares the transport, and with it the connections.
