@@ -99,7 +99,7 @@ func (c *certTransport) forState(s *credentialState) (http.RoundTripper, error) 
 	}
 	c.cur.Store(&certGen{gen: s.gen, cert: s.who.CertData, key: s.who.KeyData, rt: rt, conns: conns})
 	if old != nil {
-		closeIdle(old.rt)
+		utilnet.CloseIdleConnectionsFor(old.rt)
 		if old.conns != nil { // nil: client-go's shared transport, whose connections are not only ours
 			c.retired = append(c.retired, old.conns)
 			time.AfterFunc(retiredConnGrace, old.conns.CloseAll)
@@ -148,23 +148,6 @@ func closeConnections(rt http.RoundTripper) {
 // transport.
 func (c *certTransport) closeIdle() {
 	if g := c.cur.Load(); g != nil {
-		closeIdle(g.rt)
-	}
-}
-
-// closeIdle closes the idle connections of the transport under rt's
-// wrappers (client-go's cache wraps it in one that has no
-// CloseIdleConnections).
-func closeIdle(rt http.RoundTripper) {
-	for {
-		if c, ok := rt.(interface{ CloseIdleConnections() }); ok {
-			c.CloseIdleConnections()
-			return
-		}
-		w, ok := rt.(utilnet.RoundTripperWrapper)
-		if !ok {
-			return
-		}
-		rt = w.WrappedRoundTripper()
+		utilnet.CloseIdleConnectionsFor(g.rt)
 	}
 }

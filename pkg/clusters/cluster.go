@@ -85,16 +85,13 @@ func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (c
 	bounded := &boundedTransport{next: next, timeout: DefaultRequestTimeout, gate: connGateFor(next, cfg.Host)}
 	httpClient.Transport = bounded
 
-	var handle *sharedMapper
+	var handle *mapperShare
 	o := cluster.Options{
 		HTTPClient: &httpClient,
 		MapperProvider: func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
 			m, err := sharedMappers.mapperFor(c, hc)
-			if err != nil {
-				return nil, err
-			}
 			handle = m
-			return m, nil
+			return m, err
 		},
 	}
 	flags := applyOptions(&o, opts)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"time"
@@ -105,7 +106,7 @@ func (c *Clusters[T]) Add(ctx context.Context, name multicluster.ClusterName, cl
 // equal one, see EqualClusters) does nothing.
 func (c *Clusters[T]) AddOrReplace(ctx context.Context, name multicluster.ClusterName, cl T, aware multicluster.Aware) error {
 	c.mu.Lock()
-	if old, ok := c.clusters[name]; ok && c.equal(old.cl, cl) && old.ctx.Err() == nil {
+	if old, ok := c.clusters[name]; ok && sameCluster(c.EqualClusters, old.cl, cl) && old.ctx.Err() == nil {
 		c.mu.Unlock()
 		return nil
 	}
@@ -427,12 +428,8 @@ func (c *Clusters[T]) Lookup(name multicluster.ClusterName) (T, bool) {
 // ClusterNames returns the names of the clusters present, sorted.
 func (c *Clusters[T]) ClusterNames() []multicluster.ClusterName {
 	c.mu.Lock()
-	names := make([]multicluster.ClusterName, 0, len(c.clusters))
-	for name := range c.clusters {
-		names = append(names, name)
-	}
+	names := slices.Sorted(maps.Keys(c.clusters))
 	c.mu.Unlock()
-	slices.Sort(names)
 	return slices.DeleteFunc(names, func(name multicluster.ClusterName) bool {
 		_, ok := c.Lookup(name)
 		return !ok

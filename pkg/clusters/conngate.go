@@ -31,8 +31,7 @@ import (
 // without it.
 type connGate struct {
 	open       atomic.Bool
-	mu         sync.Mutex
-	connecting bool
+	connecting atomic.Bool
 	ready      chan struct{}
 	once       sync.Once
 }
@@ -75,13 +74,9 @@ func connGateFor(rt http.RoundTripper, host string) *connGate {
 // enter lets the first request through, and holds the others until it has
 // its connection or has failed; first reports which it was.
 func (g *connGate) enter(ctx context.Context) (first bool, err error) {
-	g.mu.Lock()
-	if !g.connecting {
-		g.connecting = true
-		g.mu.Unlock()
+	if g.connecting.CompareAndSwap(false, true) {
 		return true, nil
 	}
-	g.mu.Unlock()
 	select {
 	case <-g.ready:
 		return false, nil

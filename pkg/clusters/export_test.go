@@ -34,14 +34,14 @@ func LoadedGroupVersions(m meta.RESTMapper) []schema.GroupVersion {
 }
 
 // SharedMapperOf returns the shared mapper behind a cluster built by NewCluster.
-func SharedMapperOf(m meta.RESTMapper) meta.RESTMapper { return m.(*sharedMapper).shared }
+func SharedMapperOf(m meta.RESTMapper) meta.RESTMapper { return m.(*mapperShare).lazyMapper }
 
 // SharedMapperRefs returns how many clusters hold the shared mapper m.
 func SharedMapperRefs(m meta.RESTMapper) int {
 	sharedMappers.mu.Lock()
 	defer sharedMappers.mu.Unlock()
 	for _, e := range sharedMappers.entries {
-		if e.mapper == m {
+		if meta.RESTMapper(e.mapper) == m {
 			return e.refs
 		}
 	}

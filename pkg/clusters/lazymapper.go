@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,6 +34,10 @@ var discoveryTimeout = 30 * time.Second
 // kinds are looked up again, at most every few seconds per group version, so
 // CRDs installed later are found.
 func NewLazyRESTMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapper, error) {
+	return newLazyMapper(cfg, httpClient)
+}
+
+func newLazyMapper(cfg *rest.Config, httpClient *http.Client) (*lazyMapper, error) {
 	// Lookups do not take a context: bound them, so that a server that
 	// accepts connections and never answers cannot hold a caller forever.
 	// The copy shares the transport, and with it the connections.
@@ -62,8 +67,8 @@ type lazyMapper struct {
 	groups   map[string]metav1.APIGroup // by name; nil until first needed
 	groupsAt time.Time
 	loaded   map[schema.GroupVersion]time.Time // group versions in mapper, and when
-	loading  map[schema.GroupVersion]*loading  // loads in flight; nil until the first
 	mapper   *meta.DefaultRESTMapper
+	loads    singleflight.Group // loads of group versions in flight, by name
 }
 
 var _ meta.RESTMapper = &lazyMapper{}
@@ -134,40 +139,20 @@ func (m *lazyMapper) ensure(group string, versions []string, force bool) error {
 	return nil
 }
 
-// loading is a load of one group version in flight: callers that need the
-// same one meanwhile wait for it and share its outcome. Thousands of
-// clusters sharing a mapper start at once and look up the same kinds: one
-// request to the server, not one per cluster.
-type loading struct {
-	done chan struct{}
-	err  error
-}
-
-// ensureOne loads gv unless it is loaded (and, with force, recently), or
-// waits for a load of it in flight.
+// ensureOne loads gv unless it is loaded (and, with force, recently).
+// Callers that need a group version being loaded wait for that load and
+// share its outcome: thousands of clusters sharing a mapper start at once
+// and look up the same kinds: one request to the server, not one per
+// cluster.
 func (m *lazyMapper) ensureOne(gv schema.GroupVersion, force bool) error {
 	m.mu.Lock()
-	if at, ok := m.loaded[gv]; ok && (!force || time.Since(at) < m.refresh) {
-		m.mu.Unlock()
+	at, ok := m.loaded[gv]
+	m.mu.Unlock()
+	if ok && (!force || time.Since(at) < m.refresh) {
 		return nil
 	}
-	if l := m.loading[gv]; l != nil {
-		m.mu.Unlock()
-		<-l.done
-		return l.err
-	}
-	l := &loading{done: make(chan struct{})}
-	if m.loading == nil {
-		m.loading = map[schema.GroupVersion]*loading{}
-	}
-	m.loading[gv] = l
-	m.mu.Unlock()
-	l.err = m.load(gv)
-	m.mu.Lock()
-	delete(m.loading, gv)
-	m.mu.Unlock()
-	close(l.done)
-	return l.err
+	_, err, _ := m.loads.Do(gv.String(), func() (any, error) { return nil, m.load(gv) })
+	return err
 }
 
 // load asks the server for gv's resources and adds them to the mapper.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -83,12 +84,7 @@ func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.
 func (m *Members) Names() []multicluster.ClusterName {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	out := make([]multicluster.ClusterName, 0, len(m.hashes))
-	for name := range m.hashes {
-		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
+	return slices.Sorted(maps.Keys(m.hashes))
 }
 
 // Hash returns the configuration hash wanted for name, if any.

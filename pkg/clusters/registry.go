@@ -3,6 +3,7 @@ package clusters
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 
@@ -61,8 +62,14 @@ func (r *Registry[T]) Engage(ctx context.Context, name multicluster.ClusterName,
 	if err := ctx.Err(); err != nil {
 		return multicluster.WithCluster(name, fmt.Errorf("registry: engagement already ended: %w", err))
 	}
-	rec := r.put(name, typed, true)
-	context.AfterFunc(ctx, func() { r.removeRecord(name, rec) })
+	rec := r.put(name, typed)
+	context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if r.clusters[name] == rec { // not replaced since
+			delete(r.clusters, name)
+		}
+	})
 	return nil
 }
 
@@ -87,34 +94,33 @@ func (r *Registry[T]) Add(name multicluster.ClusterName, cl T) error {
 	if _, ok := r.clusters[name]; ok {
 		return multicluster.WithCluster(name, ErrClusterExists)
 	}
-	r.setLocked(name, &registered[T]{cl: cl})
+	if r.clusters == nil {
+		r.clusters = map[multicluster.ClusterName]*registered[T]{}
+	}
+	r.clusters[name] = &registered[T]{cl: cl}
 	return nil
 }
 
 // AddOrReplace records cl under name, replacing the cluster recorded under it
 // unless the two are equal (EqualClusters).
 func (r *Registry[T]) AddOrReplace(name multicluster.ClusterName, cl T) {
-	r.put(name, cl, true)
+	r.put(name, cl)
 }
 
 // put records cl under name and returns its record: the present one if it is
-// equal and keepEqual.
-func (r *Registry[T]) put(name multicluster.ClusterName, cl T, keepEqual bool) *registered[T] {
+// equal.
+func (r *Registry[T]) put(name multicluster.ClusterName, cl T) *registered[T] {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.clusters[name]; ok && keepEqual && r.equal(old.cl, cl) {
+	if old, ok := r.clusters[name]; ok && sameCluster(r.EqualClusters, old.cl, cl) {
 		return old
 	}
-	rec := &registered[T]{cl: cl}
-	r.setLocked(name, rec)
-	return rec
-}
-
-func (r *Registry[T]) setLocked(name multicluster.ClusterName, rec *registered[T]) {
 	if r.clusters == nil {
 		r.clusters = map[multicluster.ClusterName]*registered[T]{}
 	}
+	rec := &registered[T]{cl: cl}
 	r.clusters[name] = rec
+	return rec
 }
 
 // Remove forgets the cluster recorded under name, if any.
@@ -130,20 +136,11 @@ func (r *Registry[T]) Remove(name multicluster.ClusterName) {
 func (r *Registry[T]) RemoveIfEqual(name multicluster.ClusterName, cl T) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if old, ok := r.clusters[name]; ok && r.equal(old.cl, cl) {
+	if old, ok := r.clusters[name]; ok && sameCluster(r.EqualClusters, old.cl, cl) {
 		delete(r.clusters, name)
 		return true
 	}
 	return false
-}
-
-// removeRecord forgets name if rec is still its record.
-func (r *Registry[T]) removeRecord(name multicluster.ClusterName, rec *registered[T]) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.clusters[name] == rec {
-		delete(r.clusters, name)
-	}
 }
 
 // Get returns the cluster recorded under name, or an error wrapping
@@ -171,13 +168,8 @@ func (r *Registry[T]) GetTyped(_ context.Context, name multicluster.ClusterName)
 // ClusterNames returns the names recorded, sorted.
 func (r *Registry[T]) ClusterNames() []multicluster.ClusterName {
 	r.mu.RLock()
-	names := make([]multicluster.ClusterName, 0, len(r.clusters))
-	for name := range r.clusters {
-		names = append(names, name)
-	}
-	r.mu.RUnlock()
-	slices.Sort(names)
-	return names
+	defer r.mu.RUnlock()
+	return slices.Sorted(maps.Keys(r.clusters))
 }
 
 // ForEach calls fn for each cluster recorded, in the order of their names,
@@ -190,21 +182,9 @@ func (r *Registry[T]) ForEach(fn func(name multicluster.ClusterName, cl T) bool)
 		snapshot[name] = rec.cl
 	}
 	r.mu.RUnlock()
-	names := make([]multicluster.ClusterName, 0, len(snapshot))
-	for name := range snapshot {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(snapshot)) {
 		if !fn(name, snapshot[name]) {
 			return
 		}
 	}
-}
-
-func (r *Registry[T]) equal(a, b T) bool {
-	if any(a) == any(b) {
-		return true
-	}
-	return r.EqualClusters != nil && r.EqualClusters(a, b)
 }

@@ -1,13 +1,12 @@
 package clusters
 
 import (
-	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -109,49 +108,35 @@ func endpointHash(where *rest.Config, who Credentials) (hash string, ok bool) {
 	if who.hasCert() && (where.ExecProvider != nil || where.AuthProvider != nil) {
 		return "", false
 	}
-	h := sha256.New()
-	field := func(parts ...string) {
-		for _, p := range parts {
-			fmt.Fprintf(h, "%d:%s;", len(p), p)
-		}
-	}
-	field(who.kind(), where.Host, where.APIPath, where.ServerName, fmt.Sprint(where.Insecure),
+	parts := []string{who.kind(), where.Host, where.APIPath, where.ServerName, fmt.Sprint(where.Insecure),
 		string(where.CAData), where.CAFile, where.CertFile, where.KeyFile, where.BearerTokenFile,
 		where.Impersonate.UserName, where.Impersonate.UID, strings.Join(where.Impersonate.Groups, ","),
 		fmt.Sprint(where.Impersonate.Extra), where.UserAgent, fmt.Sprint(where.DisableCompression),
-		fmt.Sprint(where.QPS, where.Burst, where.Timeout), where.ContentType, where.AcceptContentTypes)
+		fmt.Sprint(where.QPS, where.Burst, where.Timeout), where.ContentType, where.AcceptContentTypes}
 	if gv := where.GroupVersion; gv != nil {
-		field("gv", gv.String())
+		parts = append(parts, "gv", gv.String())
 	}
 	if e := where.ExecProvider; e != nil {
-		field("exec", fmt.Sprintf("%#v", *e))
+		parts = append(parts, "exec", fmt.Sprintf("%#v", *e))
 	}
 	if a := where.AuthProvider; a != nil {
-		keys := make([]string, 0, len(a.Config))
-		for k := range a.Config {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		field("auth-provider", a.Name)
-		for _, k := range keys {
-			field(k, a.Config[k])
+		parts = append(parts, "auth-provider", a.Name)
+		for _, k := range slices.Sorted(maps.Keys(a.Config)) {
+			parts = append(parts, k, a.Config[k])
 		}
 	}
 	if where.Proxy != nil {
 		// The proxy is a function (clientcmd's http.ProxyURL for a
 		// kubeconfig's proxy-url): what it answers for the server is
 		// what it does for this cluster.
-		u, err := url.Parse(where.Host)
-		if err != nil {
+		p, ok := proxyOf(where)
+		if !ok {
 			return "", false
 		}
-		p, err := where.Proxy(&http.Request{URL: u})
-		if err != nil {
-			return "", false
-		}
-		field("proxy", p.String())
+		parts = append(parts, "proxy", p)
 	}
-	return hex.EncodeToString(h.Sum(nil)), true
+	h := hashParts(parts...)
+	return hex.EncodeToString(h[:]), true
 }
 
 // credentials holds the credentials of one member for every cluster built

@@ -100,3 +100,21 @@ func TestEndpointHashSeparatesWhereFromWho(t *testing.T) {
 		}
 	}
 }
+
+// A proxy function that sends the server's requests direct (nil, as
+// http.ProxyFromEnvironment answers without proxy variables) is read as no
+// proxy, not dereferenced: Set of such a config crashed the provider.
+func TestEndpointHashOfAProxyThatAnswersNone(t *testing.T) {
+	direct := &rest.Config{Host: "https://member.example:6443", BearerToken: "one",
+		Proxy: func(*http.Request) (*url.URL, error) { return nil, nil }}
+	viaProxy := rest.CopyConfig(direct)
+	viaProxy.Proxy = http.ProxyURL(&url.URL{Scheme: "http", Host: "proxy.example:3128"})
+	hd, okd := endpointHash(SplitCredentials(direct))
+	hp, okp := endpointHash(SplitCredentials(viaProxy))
+	if !okd || !okp || hd == hp {
+		t.Fatalf("endpoint hashes of a direct and a proxied config: %q (%v), %q (%v); want two different ones", hd, okd, hp, okp)
+	}
+	if changed := endpointChanges(direct, viaProxy); len(changed) != 1 || changed[0] != "Proxy" {
+		t.Fatalf("changing a direct proxy function for a proxy: changes %v, want [Proxy]", changed)
+	}
+}

@@ -84,78 +84,61 @@ func applySettings(hook SettingsFunc, name multicluster.ClusterName, source clie
 	return out, opts, nil
 }
 
+// clientSettings are the fields of rest.Config a SettingsFunc may change.
+var clientSettings = map[string]bool{"ContentConfig": true, "UserAgent": true, "DisableCompression": true,
+	"QPS": true, "Burst": true, "RateLimiter": true, "Timeout": true, "WarningHandler": true, "WarningHandlerWithContext": true}
+
 // endpointChanges names the fields of after that differ from before among
 // those that decide which endpoint is reached, how it is trusted and who the
-// controller is there: everything but the client settings a SettingsFunc may
-// change.
+// controller is there: every field but the client settings, so that a field
+// client-go adds later is refused until it is known to be harmless.
+// Functions compare by the code they run (two closures of the same code with
+// other captured values look the same: applySettings takes neither from the
+// hook anyway), the proxy by what it answers for the server (clientcmd's
+// http.ProxyURL closures all run the same code), interface values that
+// cannot be compared count as changed.
 func endpointChanges(before, after *rest.Config) []string {
 	var out []string
-	check := func(field string, same bool) {
+	vb, va := reflect.ValueOf(before).Elem(), reflect.ValueOf(after).Elem()
+	for i := range vb.NumField() {
+		name, fb, fa := vb.Type().Field(i).Name, vb.Field(i), va.Field(i)
+		var same bool
+		switch {
+		case clientSettings[name]:
+			continue
+		case name == "Proxy":
+			pb, okb := proxyOf(before)
+			pa, oka := proxyOf(after)
+			same = okb && oka && pb == pa
+		case fb.Kind() == reflect.Func:
+			same = fb.IsNil() == fa.IsNil() && (fb.IsNil() || fb.Pointer() == fa.Pointer())
+		case fb.Kind() == reflect.Interface:
+			same = fb.IsNil() == fa.IsNil() && (fb.IsNil() || fb.Elem().Type() == fa.Elem().Type() && fb.Elem().Comparable() && fb.Equal(fa))
+		default:
+			same = reflect.DeepEqual(fb.Interface(), fa.Interface())
+		}
 		if !same {
-			out = append(out, field)
+			out = append(out, name)
 		}
 	}
-	check("Host", before.Host == after.Host)
-	check("APIPath", before.APIPath == after.APIPath)
-	check("TLSClientConfig", reflect.DeepEqual(before.TLSClientConfig, after.TLSClientConfig))
-	check("BearerToken", before.BearerToken == after.BearerToken)
-	check("BearerTokenFile", before.BearerTokenFile == after.BearerTokenFile)
-	check("Username", before.Username == after.Username)
-	check("Password", before.Password == after.Password)
-	check("Impersonate", reflect.DeepEqual(before.Impersonate, after.Impersonate))
-	check("AuthProvider", reflect.DeepEqual(before.AuthProvider, after.AuthProvider))
-	check("ExecProvider", reflect.DeepEqual(before.ExecProvider, after.ExecProvider))
-	check("AuthConfigPersister", sameValue(before.AuthConfigPersister, after.AuthConfigPersister))
-	check("Transport", sameValue(before.Transport, after.Transport))
-	check("WrapTransport", sameFunc(before.WrapTransport, after.WrapTransport))
-	check("Dial", sameFunc(before.Dial, after.Dial))
-	check("Proxy", sameProxy(before, after))
 	return out
 }
 
-// sameValue compares two interface values without panicking on types that
-// cannot be compared (those count as changed unless both are nil).
-func sameValue(a, b any) bool {
-	if a == nil || b == nil {
-		return a == nil && b == nil
+// proxyOf returns what cfg's proxy answers for its server, "" for none; ok
+// is false if the proxy cannot be read.
+func proxyOf(cfg *rest.Config) (proxy string, ok bool) {
+	if cfg.Proxy == nil {
+		return "", true
 	}
-	ta, tb := reflect.TypeOf(a), reflect.TypeOf(b)
-	if ta != tb || !ta.Comparable() {
-		return false
-	}
-	return a == b
-}
-
-// sameFunc compares two functions by the code they run. Two closures of
-// the same code with other captured values look the same: applySettings
-// takes neither from the hook anyway.
-func sameFunc(a, b any) bool {
-	va, vb := reflect.ValueOf(a), reflect.ValueOf(b)
-	if va.IsNil() || vb.IsNil() {
-		return va.IsNil() && vb.IsNil()
-	}
-	return va.Pointer() == vb.Pointer()
-}
-
-// sameProxy compares the proxies of two configs by what they answer for
-// the server (clientcmd's http.ProxyURL closures all run the same code).
-func sameProxy(before, after *rest.Config) bool {
-	if before.Proxy == nil || after.Proxy == nil {
-		return before.Proxy == nil && after.Proxy == nil
-	}
-	u, err := url.Parse(before.Host)
+	u, err := url.Parse(cfg.Host)
 	if err != nil {
-		return false
+		return "", false
 	}
-	pb, errb := before.Proxy(&http.Request{URL: u})
-	pa, erra := after.Proxy(&http.Request{URL: u})
-	str := func(u *url.URL) string {
-		if u == nil {
-			return ""
-		}
-		return u.String()
+	p, err := cfg.Proxy(&http.Request{URL: u})
+	if err != nil || p == nil {
+		return "", err == nil
 	}
-	return errb == nil && erra == nil && str(pb) == str(pa)
+	return p.String(), true
 }
 
 // SetOption adds to what Members.Set publishes.

@@ -41,12 +41,10 @@ func (c *Clusters[T]) GetTyped(_ context.Context, name multicluster.ClusterName)
 	return cl, nil
 }
 
-// equal reports whether AddOrReplace keeps a present cluster a for b.
-func (c *Clusters[T]) equal(a, b T) bool {
-	if any(a) == any(b) {
-		return true
-	}
-	return c.EqualClusters != nil && c.EqualClusters(a, b)
+// sameCluster reports whether a present cluster a is kept for b: the same
+// instance, or equal by eq (the EqualClusters field of Clusters or Registry).
+func sameCluster[T cluster.Cluster](eq func(a, b T) bool, a, b T) bool {
+	return any(a) == any(b) || (eq != nil && eq(a, b))
 }
 
 // handleError gives err to ErrorHandler, or logs it.
