@@ -27,6 +27,11 @@
 //     (mcmanager.WithClusterSettings) when its cluster is built, and
 //     Options.HealthCheck joins the manager's probes of the kit's clusters.
 //
+// An inventory that is not objects on the host (the local kind clusters,
+// kubeconfig files) gives Options.List instead: the kit lists it every
+// Interval, or whenever its Options.Watch says it changed, and publishes and
+// withdraws what it lists the same way.
+//
 // A provider embeds *Kit[T], which gives it the multicluster.Provider and
 // ProviderRunnable methods, Listed and SetupWithManager. The contributor
 // guide's "Write a provider" page builds a complete one.

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -94,22 +94,57 @@ func (k *Kit[T]) settleLocked() {
 	}
 }
 
-// poll publishes Options.List's listing every Options.Interval.
+// poll publishes Options.List's listing whenever Options.Watch, or a
+// cluster that rejects its credentials, asks for it (relist).
 func (k *Kit[T]) poll(ctx context.Context, log logr.Logger) {
-	ticker := time.NewTicker(k.opts.Interval)
-	defer ticker.Stop()
 	for {
-		if desired, err := k.opts.List(ctx); err != nil {
-			log.Error(err, "Failed to list the inventory; keeping the clusters found before")
-		} else {
-			k.publishAll(log, desired)
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-k.relists:
+			if ctx.Err() == nil {
+				_ = k.publishListing(ctx, log)
+			}
 		}
 	}
+}
+
+// every is the Watch of a List without one: a listing at once and every
+// interval.
+func every(interval time.Duration) func(context.Context, func()) error {
+	return func(ctx context.Context, changed func()) error {
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			changed()
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-ticker.C:
+			}
+		}
+	}
+}
+
+// relist asks poll for a listing; requests made before it starts one are
+// one.
+func (k *Kit[T]) relist() {
+	select {
+	case k.relists <- struct{}{}:
+	default:
+	}
+}
+
+// publishListing lists the inventory and publishes what it lists. A failed
+// listing keeps every cluster.
+func (k *Kit[T]) publishListing(ctx context.Context, log logr.Logger) error {
+	desired, err := k.opts.List(logf.IntoContext(ctx, log))
+	if err != nil {
+		log.Error(err, "Failed to list the inventory; keeping the clusters found before")
+		return fmt.Errorf("%s: %w", k.opts.Name, err)
+	}
+	k.publishAll(log, desired)
+	return nil
 }
 
 // publishAll publishes a listing: one name, one source, as in watch mode.
