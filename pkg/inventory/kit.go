@@ -387,6 +387,7 @@ func (k *Kit[T]) ClusterHealthCheck() func(ctx context.Context, name multicluste
 }
 
 // Listed is closed once every object present when the kit's caches synced
-// has been considered (multicluster.ListingProvider): the manager's
-// readiness check waits for it.
+// has been considered or, with a List, once the first listing has been
+// published (multicluster.ListingProvider): the manager's readiness check
+// waits for it.
 func (k *Kit[T]) Listed() <-chan struct{} { return k.listed }

@@ -24,9 +24,6 @@ type listing struct {
 	seen    map[client.ObjectKey]bool // considered before the listing was taken; nil after
 	pending map[client.ObjectKey]bool // taken but not all considered yet
 	done    bool
-	// shared is, in listing mode, what was last reported of each name that
-	// several listed entries share. Only the polling goroutine touches it.
-	shared map[multicluster.ClusterName]string
 }
 
 // list takes the listing once the caches have synced. If it cannot, Listed
@@ -174,11 +171,6 @@ func (k *Kit[T]) publishAll(log logr.Logger, desired []Desired) {
 			k.publish(log.WithValues("cluster", name), nil, nil, d)
 		}
 	}
-	for name := range k.shared {
-		if len(entries[name]) < 2 {
-			delete(k.shared, name)
-		}
-	}
 	for _, name := range k.members.Names() {
 		if entries[name] == nil && k.members.Remove(name) {
 			log.Info("Disengaged cluster: the inventory no longer lists it", "cluster", name)
@@ -219,7 +211,9 @@ func (k *Kit[T]) arbitrate(name multicluster.ClusterName, desired []Desired, at 
 // reportShared reports the entries skipped for sharing name with the
 // holder, once per change of what is listed under the name.
 func (k *Kit[T]) reportShared(log logr.Logger, name multicluster.ClusterName, desired []Desired, at []int, holder int) {
+	key := client.ObjectKey{Name: name} // in listing mode, reported is by name
 	if len(at) < 2 {
+		k.forgetReported(key)
 		return
 	}
 	// What changes the report: the hashes listed under the name, and the
@@ -232,14 +226,9 @@ func (k *Kit[T]) reportShared(log logr.Logger, name multicluster.ClusterName, de
 		}
 	}
 	slices.Sort(hashes) // a listing in another order is no change
-	seen := desired[holder].Hash + "\x00" + strings.Join(hashes, "\x00")
-	if k.shared[name] == seen {
+	if !k.reportOnce(key, desired[holder].Hash+"\x00"+strings.Join(hashes, "\x00")) {
 		return
 	}
-	if k.shared == nil {
-		k.shared = map[multicluster.ClusterName]string{}
-	}
-	k.shared[name] = seen
 	log.Error(fmt.Errorf("cluster %q is listed %d times: entry %d of the listing holds the name; entries %s are skipped until it is no longer listed",
 		name, len(at), holder+1, strings.Join(positions, ", ")),
 		"Skipping listed clusters that share a name", "cluster", name, "reason", ReasonDuplicateName, "skipped", len(at)-1)

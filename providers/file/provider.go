@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -262,38 +262,24 @@ func (p *Provider) watch(ctx context.Context, changed func()) error {
 // updateWatches watches every configured directory and the directory of every
 // configured file, or their nearest existing ancestor while they do not exist.
 func (p *Provider) updateWatches(log logr.Logger, watcher *fsnotify.Watcher) {
-	wanted := func() map[string]bool {
-		want := map[string]bool{}
-		for _, f := range p.opts.KubeconfigFiles {
-			want[nearestDir(filepath.Dir(f))] = true
-		}
-		for _, d := range p.opts.KubeconfigDirs {
-			want[nearestDir(d)] = true
-		}
-		return want
+	dirs := slices.Clone(p.opts.KubeconfigDirs)
+	for _, f := range p.opts.KubeconfigFiles {
+		dirs = append(dirs, filepath.Dir(f))
 	}
 	// A directory created between finding the nearest existing one and
 	// watching it would go unnoticed, and so would every file written into
 	// it: look again after adding the watches, until nothing moved.
-	want := wanted()
-	for range 10 {
-		have := map[string]bool{}
-		for _, w := range watcher.WatchList() {
-			have[w] = true
-		}
-		for dir := range want {
-			if have[dir] {
-				continue
-			}
-			if err := watcher.Add(dir); err != nil {
-				log.Error(err, "Failed to watch directory; changes in it are seen on the next event", "directory", dir)
+	want := map[string]bool{}
+	for moved, round := true, 0; moved && round < 10; round++ {
+		moved = false
+		for _, dir := range dirs {
+			if near := nearestDir(dir); !want[near] {
+				want[near], moved = true, true
+				if err := watcher.Add(near); err != nil {
+					log.Error(err, "Failed to watch directory; changes in it are seen on the next event", "directory", near)
+				}
 			}
 		}
-		again := wanted()
-		if maps.Equal(again, want) {
-			break
-		}
-		want = again
 	}
 	for _, dir := range watcher.WatchList() {
 		if !want[dir] {
