@@ -10,7 +10,7 @@
 //   - a host controller that runs on every replica (no leader election: every
 //     replica needs the fleet);
 //   - the start guard and the gate that holds reconciles until the provider
-//     runs;
+//     runs and has listed the objects present at start-up;
 //   - publishing each wanted cluster to the fleet engine, which builds, starts,
 //     engages, probes, replaces and tears it down (see pkg/fleet), and
 //     withdrawing it when its object goes or stops asking for it;

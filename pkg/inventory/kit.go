@@ -46,7 +46,7 @@ type Kit[T client.Object] struct {
 
 	opts    Options[T]
 	members clusters.Members
-	started chan struct{} // closed once Start has bound the kit to its run
+	started chan struct{} // watch mode: closed once the start-up listing is taken
 	listed  chan struct{}
 	relists chan struct{} // listing mode: list again now
 
@@ -79,7 +79,6 @@ func New[T client.Object](opts Options[T]) *Kit[T] {
 	k.members = clusters.Members{ClusterOptions: opts.ClusterOptions}
 	k.View = k.members.View()
 	k.names.init()
-	k.listing.seen = map[client.ObjectKey]bool{}
 	return k
 }
 
@@ -236,7 +235,6 @@ func (k *Kit[T]) begin(ctx context.Context, aware multicluster.Aware) (logr.Logg
 		k.members.Refresh = func(multicluster.ClusterName) { k.relist() }
 	}
 	k.members.Start(ctx, aware, log)
-	close(k.started)
 	return log, nil
 }
 

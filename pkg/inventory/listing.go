@@ -19,30 +19,30 @@ import (
 )
 
 // listing is what Listed waits for: the objects present when the caches
-// synced, less those considered since. Guarded by Kit.mu.
+// synced, less those considered since; nil until the listing is taken, which
+// is before any object is considered (Reconcile waits for it). Guarded by
+// Kit.mu.
 type listing struct {
-	seen    map[client.ObjectKey]bool // considered before the listing was taken; nil after
-	pending map[client.ObjectKey]bool // taken but not all considered yet
+	pending map[client.ObjectKey]bool
 	done    bool
 }
 
-// list takes the listing once the caches have synced. If it cannot, Listed
-// is closed anyway, loudly: readiness must not wait for what nobody tracks.
+// list takes the listing once the caches have synced, then lets reconciles
+// run. If it cannot, Listed is closed anyway, loudly: readiness must not
+// wait for what nobody tracks.
 func (k *Kit[T]) list(ctx context.Context) {
+	defer close(k.started)
 	pending, err := k.presentObjects(ctx)
 	if ctx.Err() != nil {
 		return
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	if err != nil {
 		k.log.Error(err, "Readiness will not wait for the objects present at start-up")
-		pending = nil
+		pending = map[client.ObjectKey]bool{}
 	}
-	for key := range k.seen {
-		delete(pending, key)
-	}
-	k.seen, k.pending = nil, pending
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.pending = pending
 	k.settleLocked()
 }
 
@@ -76,17 +76,13 @@ func (k *Kit[T]) presentObjects(ctx context.Context) (map[client.ObjectKey]bool,
 func (k *Kit[T]) considered(key client.ObjectKey) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.seen != nil {
-		k.seen[key] = true
-		return
-	}
 	delete(k.pending, key)
 	k.settleLocked()
 }
 
 func (k *Kit[T]) settleLocked() {
-	if !k.done && k.seen == nil && len(k.pending) == 0 {
-		k.done, k.pending = true, nil
+	if !k.done && k.pending != nil && len(k.pending) == 0 {
+		k.done = true
 		close(k.listed)
 	}
 }
@@ -178,7 +174,7 @@ func (k *Kit[T]) publishAll(log logr.Logger, desired []Desired) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.seen = nil
+	k.pending = map[client.ObjectKey]bool{} // a listing has nothing to wait for
 	k.settleLocked()
 }
 
