@@ -2,6 +2,7 @@ package file
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +15,6 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -317,25 +317,19 @@ func withoutPause(kctx *clientcmdapi.Context) (*clientcmdapi.Context, bool, erro
 	if !ok {
 		return kctx, false, nil
 	}
+	// The JSON of an extension as clientcmd loaded it (one without
+	// apiVersion and kind stays raw, a runtime.Unknown), compacted.
+	raw, _ := json.Marshal(ext)
 	var paused bool
-	switch raw := extensionValue(ext); raw {
+	switch string(raw) {
 	case `"true"`, "true":
 		paused = true
 	case `"false"`, "false":
 	default:
-		return nil, false, fmt.Errorf(`context extension %s is %.40s: want "true" or "false"`, PausedExtension, raw)
+		return nil, false, fmt.Errorf(`context extension %s is %.40s: want "true" or "false"`, PausedExtension, string(raw))
 	}
 	c := *kctx
 	c.Extensions = maps.Clone(kctx.Extensions)
 	delete(c.Extensions, PausedExtension)
 	return &c, paused, nil
-}
-
-// extensionValue is the JSON of an extension as clientcmd loaded it (an
-// extension without apiVersion and kind stays raw).
-func extensionValue(ext runtime.Object) string {
-	if u, ok := ext.(*runtime.Unknown); ok {
-		return strings.TrimSpace(string(u.Raw))
-	}
-	return fmt.Sprintf("an object of type %T", ext)
 }
