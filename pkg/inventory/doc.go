@@ -10,7 +10,7 @@
 //   - a host controller that runs on every replica (no leader election: every
 //     replica needs the fleet);
 //   - the start guard and the gate that holds reconciles until the provider
-//     runs;
+//     runs and has listed the objects present at start-up;
 //   - publishing each wanted cluster to the fleet engine, which builds, starts,
 //     engages, probes, replaces and tears it down (see pkg/fleet), and
 //     withdrawing it when its object goes or stops asking for it;
@@ -26,6 +26,11 @@
 //   - the object reaches the manager's settings hook
 //     (mcmanager.WithClusterSettings) when its cluster is built, and
 //     Options.HealthCheck joins the manager's probes of the kit's clusters.
+//
+// An inventory that is not objects on the host (the local kind clusters,
+// kubeconfig files) gives Options.List instead: the kit lists it every
+// Interval, or whenever its Options.Watch says it changed, and publishes and
+// withdraws what it lists the same way.
 //
 // A provider embeds *Kit[T], which gives it the multicluster.Provider and
 // ProviderRunnable methods, Listed and SetupWithManager. The contributor

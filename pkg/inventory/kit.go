@@ -46,8 +46,9 @@ type Kit[T client.Object] struct {
 
 	opts    Options[T]
 	members clusters.Members
-	started chan struct{} // closed once Start has bound the kit to its run
+	started chan struct{} // watch mode: closed once the start-up listing is taken
 	listed  chan struct{}
+	relists chan struct{} // listing mode: list again now
 
 	mu       sync.Mutex
 	running  bool
@@ -68,14 +69,16 @@ func New[T client.Object](opts Options[T]) *Kit[T] {
 	if opts.Interval <= 0 {
 		opts.Interval = 5 * time.Second
 	}
+	if opts.Watch == nil {
+		opts.Watch = every(opts.Interval)
+	}
 	if opts.InvalidNameReason == "" {
 		opts.InvalidNameReason = ReasonInvalidName
 	}
-	k := &Kit[T]{opts: opts, started: make(chan struct{}), listed: make(chan struct{}), log: logr.Discard()}
+	k := &Kit[T]{opts: opts, started: make(chan struct{}), listed: make(chan struct{}), relists: make(chan struct{}, 1), log: logr.Discard()}
 	k.members = clusters.Members{ClusterOptions: opts.ClusterOptions}
 	k.View = k.members.View()
 	k.names.init()
-	k.listing.seen = map[client.ObjectKey]bool{}
 	return k
 }
 
@@ -166,39 +169,73 @@ func (c hostCache) GetCache() cache.Cache { return c.Cache }
 // Start binds the kit to the manager's run and engages clusters with aware
 // until ctx ends. The Multi-Cluster Manager calls it.
 func (k *Kit[T]) Start(ctx context.Context, aware multicluster.Aware) error {
-	k.mu.Lock()
-	if k.running {
-		k.mu.Unlock()
-		return fmt.Errorf("%s: %w", k.opts.Name, multicluster.ErrAlreadyStarted)
-	}
-	if k.caches == nil && k.opts.List == nil {
-		k.mu.Unlock()
-		return fmt.Errorf("%s: started before SetupWithManager: it would read no inventory", k.opts.Name)
-	}
-	k.running = true
-	log := k.log
-	if k.opts.List != nil {
-		log = logf.FromContext(ctx).WithName(k.opts.Name)
-	}
-	k.mu.Unlock()
-
 	runCtx, cancel := context.WithCancel(ctx)
-	// A cluster that rejects its credentials: read its object again now (a
-	// rotation whose event has not arrived yet is picked up).
-	k.members.Refresh = k.requeue
-	k.members.Start(runCtx, aware, log)
-	close(k.started)
-	var wg sync.WaitGroup
-	if k.opts.List != nil {
-		wg.Go(func() { k.poll(runCtx, log) })
-	} else {
-		wg.Go(func() { k.list(runCtx) })
+	defer cancel()
+	log, err := k.begin(runCtx, aware)
+	if err != nil {
+		return err
 	}
-	<-ctx.Done()
+	var wg sync.WaitGroup
+	failed := make(chan error, 1)
+	if k.opts.List == nil {
+		wg.Go(func() { k.list(runCtx) })
+	} else {
+		wg.Go(func() { k.poll(runCtx, log) })
+		wg.Go(func() {
+			if err := k.opts.Watch(logf.IntoContext(runCtx, log), k.relist); err != nil && runCtx.Err() == nil {
+				failed <- fmt.Errorf("%s: %w", k.opts.Name, err)
+			}
+		})
+	}
+	select {
+	case <-ctx.Done():
+	case err = <-failed:
+	}
 	cancel()
 	wg.Wait()
 	k.members.Wait()
-	return nil
+	return err
+}
+
+// RunOnce is Start for a program that needs its fleet once (a one-shot
+// job), for a kit with a List: it lists once, hands what it lists to aware
+// (the manager, which engages the clusters as Start's) and returns without
+// waiting for them; nothing is listed again, so later changes of the
+// inventory change nothing. The clusters run until ctx ends. A kit runs
+// RunOnce or Start, once.
+func (k *Kit[T]) RunOnce(ctx context.Context, aware multicluster.Aware) error {
+	if k.opts.List == nil {
+		return fmt.Errorf("%s: RunOnce reads a listed inventory (Options.List); this one is watched: use Start", k.opts.Name)
+	}
+	log, err := k.begin(ctx, aware)
+	if err != nil {
+		return err
+	}
+	return k.publishListing(ctx, log)
+}
+
+// begin marks the kit started (Start or RunOnce, once), binds its members
+// to ctx and aware, and returns its logger.
+func (k *Kit[T]) begin(ctx context.Context, aware multicluster.Aware) (logr.Logger, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.running {
+		return logr.Logger{}, fmt.Errorf("%s: %w", k.opts.Name, multicluster.ErrAlreadyStarted)
+	}
+	if k.caches == nil && k.opts.List == nil {
+		return logr.Logger{}, fmt.Errorf("%s: started before SetupWithManager: it would read no inventory", k.opts.Name)
+	}
+	k.running = true
+	log := k.log
+	// A cluster that rejects its credentials: read its source again now (a
+	// rotation whose event has not arrived yet is picked up).
+	k.members.Refresh = k.requeue
+	if k.opts.List != nil {
+		log = logf.FromContext(ctx).WithName(k.opts.Name)
+		k.members.Refresh = func(multicluster.ClusterName) { k.relist() }
+	}
+	k.members.Start(ctx, aware, log)
+	return log, nil
 }
 
 // Reconcile brings the cluster of one inventory object in line with it.
@@ -348,6 +385,7 @@ func (k *Kit[T]) ClusterHealthCheck() func(ctx context.Context, name multicluste
 }
 
 // Listed is closed once every object present when the kit's caches synced
-// has been considered (multicluster.ListingProvider): the manager's
-// readiness check waits for it.
+// has been considered or, with a List, once the first listing has been
+// published (multicluster.ListingProvider): the manager's readiness check
+// waits for it.
 func (k *Kit[T]) Listed() <-chan struct{} { return k.listed }

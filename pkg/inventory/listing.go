@@ -9,43 +9,40 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // listing is what Listed waits for: the objects present when the caches
-// synced, less those considered since. Guarded by Kit.mu.
+// synced, less those considered since; nil until the listing is taken, which
+// is before any object is considered (Reconcile waits for it). Guarded by
+// Kit.mu.
 type listing struct {
-	seen    map[client.ObjectKey]bool // considered before the listing was taken; nil after
-	pending map[client.ObjectKey]bool // taken but not all considered yet
+	pending map[client.ObjectKey]bool
 	done    bool
-	// shared is, in listing mode, what was last reported of each name that
-	// several listed entries share. Only the polling goroutine touches it.
-	shared map[multicluster.ClusterName]string
 }
 
-// list takes the listing once the caches have synced. If it cannot, Listed
-// is closed anyway, loudly: readiness must not wait for what nobody tracks.
+// list takes the listing once the caches have synced, then lets reconciles
+// run. If it cannot, Listed is closed anyway, loudly: readiness must not
+// wait for what nobody tracks.
 func (k *Kit[T]) list(ctx context.Context) {
+	defer close(k.started)
 	pending, err := k.presentObjects(ctx)
 	if ctx.Err() != nil {
 		return
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
 	if err != nil {
 		k.log.Error(err, "Readiness will not wait for the objects present at start-up")
-		pending = nil
+		pending = map[client.ObjectKey]bool{}
 	}
-	for key := range k.seen {
-		delete(pending, key)
-	}
-	k.seen, k.pending = nil, pending
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.pending = pending
 	k.settleLocked()
 }
 
@@ -79,37 +76,68 @@ func (k *Kit[T]) presentObjects(ctx context.Context) (map[client.ObjectKey]bool,
 func (k *Kit[T]) considered(key client.ObjectKey) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.seen != nil {
-		k.seen[key] = true
-		return
-	}
 	delete(k.pending, key)
 	k.settleLocked()
 }
 
 func (k *Kit[T]) settleLocked() {
-	if !k.done && k.seen == nil && len(k.pending) == 0 {
-		k.done, k.pending = true, nil
+	if !k.done && k.pending != nil && len(k.pending) == 0 {
+		k.done = true
 		close(k.listed)
 	}
 }
 
-// poll publishes Options.List's listing every Options.Interval.
+// poll publishes Options.List's listing whenever Options.Watch, or a
+// cluster that rejects its credentials, asks for it (relist).
 func (k *Kit[T]) poll(ctx context.Context, log logr.Logger) {
-	ticker := time.NewTicker(k.opts.Interval)
-	defer ticker.Stop()
 	for {
-		if desired, err := k.opts.List(ctx); err != nil {
-			log.Error(err, "Failed to list the inventory; keeping the clusters found before")
-		} else {
-			k.publishAll(log, desired)
-		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-ticker.C:
+		case <-k.relists:
+			if ctx.Err() == nil {
+				_ = k.publishListing(ctx, log)
+			}
 		}
 	}
+}
+
+// every is the Watch of a List without one: a listing at once and every
+// interval.
+func every(interval time.Duration) func(context.Context, func()) error {
+	return func(ctx context.Context, changed func()) error {
+		ticker := time.NewTicker(interval)
+		defer ticker.Stop()
+		for {
+			changed()
+			select {
+			case <-ctx.Done():
+				return nil
+			case <-ticker.C:
+			}
+		}
+	}
+}
+
+// relist asks poll for a listing; requests made before it starts one are
+// one.
+func (k *Kit[T]) relist() {
+	select {
+	case k.relists <- struct{}{}:
+	default:
+	}
+}
+
+// publishListing lists the inventory and publishes what it lists. A failed
+// listing keeps every cluster.
+func (k *Kit[T]) publishListing(ctx context.Context, log logr.Logger) error {
+	desired, err := k.opts.List(logf.IntoContext(ctx, log))
+	if err != nil {
+		log.Error(err, "Failed to list the inventory; keeping the clusters found before")
+		return fmt.Errorf("%s: %w", k.opts.Name, err)
+	}
+	k.publishAll(log, desired)
+	return nil
 }
 
 // publishAll publishes a listing: one name, one source, as in watch mode.
@@ -139,11 +167,6 @@ func (k *Kit[T]) publishAll(log logr.Logger, desired []Desired) {
 			k.publish(log.WithValues("cluster", name), nil, nil, d)
 		}
 	}
-	for name := range k.shared {
-		if len(entries[name]) < 2 {
-			delete(k.shared, name)
-		}
-	}
 	for _, name := range k.members.Names() {
 		if entries[name] == nil && k.members.Remove(name) {
 			log.Info("Disengaged cluster: the inventory no longer lists it", "cluster", name)
@@ -151,7 +174,7 @@ func (k *Kit[T]) publishAll(log logr.Logger, desired []Desired) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	k.seen = nil
+	k.pending = map[client.ObjectKey]bool{} // a listing has nothing to wait for
 	k.settleLocked()
 }
 
@@ -184,7 +207,9 @@ func (k *Kit[T]) arbitrate(name multicluster.ClusterName, desired []Desired, at 
 // reportShared reports the entries skipped for sharing name with the
 // holder, once per change of what is listed under the name.
 func (k *Kit[T]) reportShared(log logr.Logger, name multicluster.ClusterName, desired []Desired, at []int, holder int) {
+	key := client.ObjectKey{Name: name} // in listing mode, reported is by name
 	if len(at) < 2 {
+		k.forgetReported(key)
 		return
 	}
 	// What changes the report: the hashes listed under the name, and the
@@ -197,14 +222,9 @@ func (k *Kit[T]) reportShared(log logr.Logger, name multicluster.ClusterName, de
 		}
 	}
 	slices.Sort(hashes) // a listing in another order is no change
-	seen := desired[holder].Hash + "\x00" + strings.Join(hashes, "\x00")
-	if k.shared[name] == seen {
+	if !k.reportOnce(key, desired[holder].Hash+"\x00"+strings.Join(hashes, "\x00")) {
 		return
 	}
-	if k.shared == nil {
-		k.shared = map[multicluster.ClusterName]string{}
-	}
-	k.shared[name] = seen
 	log.Error(fmt.Errorf("cluster %q is listed %d times: entry %d of the listing holds the name; entries %s are skipped until it is no longer listed",
 		name, len(at), holder+1, strings.Join(positions, ", ")),
 		"Skipping listed clusters that share a name", "cluster", name, "reason", ReasonDuplicateName, "skipped", len(at)-1)

@@ -16,7 +16,8 @@ import (
 
 // names is one name, one source: which object holds each cluster name,
 // which objects wait for a name another holds, and the terminal problem last
-// reported for each object. Guarded by Kit.mu.
+// reported for each object (in listing mode, for each name that several
+// entries share). Guarded by Kit.mu.
 type names struct {
 	holder   map[multicluster.ClusterName]client.ObjectKey
 	held     map[client.ObjectKey]multicluster.ClusterName

@@ -149,6 +149,14 @@ type Options[T client.Object] struct {
 	// until it is no longer listed.
 	List     func(ctx context.Context) ([]Desired, error)
 	Interval time.Duration // default 5s
+	// Watch, for a List whose inventory tells when it changes (files,
+	// through fsnotify), replaces the Interval: the kit runs it for its run
+	// and lists when it calls changed (it calls it once it watches, for the
+	// first listing) and when a cluster rejects its credentials. An error
+	// it returns before ctx ends stops the kit with it. Default: changed at
+	// once and every Interval. List and Watch are given ctx with the kit's
+	// logger (logf.FromContext).
+	Watch func(ctx context.Context, changed func()) error
 }
 
 // Related is a type Desire reads besides the inventory objects, such as a

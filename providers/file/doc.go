@@ -49,8 +49,11 @@
 // its directory's ..data link (Secret and ConfigMap volumes): any change in a
 // listed file's directory makes the provider read it again.
 //
-// The cluster lifecycle (build, start, indexes, cache sync, engagement,
-// probes, replacement, teardown) is the fleet engine's: the provider publishes
-// each cluster's resolved configuration and its hash through
-// pkg/clusters.Members, and every cluster is built and started on its own.
+// The provider is the inventory kit's listing mode (pkg/inventory) fed by its
+// watch: the files are listed again after each burst of events (and at once
+// when a cluster rejects its credentials), and the kit publishes what they
+// name, withdraws what they no longer name and closes Listed after the first
+// listing. The cluster lifecycle (build, start, indexes, cache sync,
+// engagement, probes, replacement, teardown) is the fleet engine's, and every
+// cluster is built and started on its own.
 package file

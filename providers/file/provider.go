@@ -4,26 +4,28 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/go-logr/logr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 var (
-	_ multicluster.Provider         = &Provider{}
-	_ multicluster.ProviderRunnable = &Provider{}
+	_ multicluster.Provider          = &Provider{}
+	_ multicluster.ProviderRunnable  = &Provider{}
+	_ multicluster.ListingProvider   = &Provider{}
+	_ mcmanager.ClusterHealthChecker = &Provider{}
 )
 
 const (
@@ -113,20 +115,16 @@ type Options struct {
 
 // Provider engages one cluster per context of every kubeconfig file it is
 // configured with, and follows the files as they change. Create it with New;
-// the Multi-Cluster Manager runs it.
+// the Multi-Cluster Manager runs it. It is the inventory kit's listing mode
+// (pkg/inventory) fed by a watch of the files: Start, RunOnce, Get,
+// IndexField, ClusterNames, Listed and ClusterHealthCheck are the kit's.
 type Provider struct {
-	pkgclusters.View // Get, IndexField, ClusterNames
+	*inventory.Kit[client.Object]
 
-	opts     Options
-	absRefs  []string // absolute configured files and directories, for event filtering
-	absFiles []string // absolute configured files
-	members  pkgclusters.Members
-
-	listed chan struct{} // closed once the files were read at start-up
-
-	mu      sync.Mutex
-	started bool
-	paths   map[multicluster.ClusterName]string // the file each engaged cluster comes from
+	opts Options
+	// paths holds the file each name of the last listing came from; only
+	// the kit's listing goroutine touches it.
+	paths map[multicluster.ClusterName]string
 }
 
 // New returns a provider for the files and directories in opts. With neither
@@ -160,23 +158,11 @@ func New(opts Options) (*Provider, error) {
 	opts.KubeconfigFiles = cleanAll(opts.KubeconfigFiles)
 	opts.KubeconfigDirs = cleanAll(opts.KubeconfigDirs)
 
-	p := &Provider{opts: opts, paths: map[multicluster.ClusterName]string{}, listed: make(chan struct{})}
-	for _, path := range append(slices.Clone(opts.KubeconfigFiles), opts.KubeconfigDirs...) {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return nil, fmt.Errorf("file provider: %q: %w", path, err)
-		}
-		p.absRefs = append(p.absRefs, abs)
-	}
-	for _, path := range opts.KubeconfigFiles {
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return nil, fmt.Errorf("file provider: %q: %w", path, err)
-		}
-		p.absFiles = append(p.absFiles, abs)
-	}
-	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
-	p.View = p.members.View()
+	p := &Provider{opts: opts, paths: map[multicluster.ClusterName]string{}}
+	p.Kit = inventory.New(inventory.Options[client.Object]{
+		Name: "file-provider", List: p.list, Watch: p.watch,
+		ClusterOptions: opts.ClusterOptions, HealthCheck: opts.HealthCheck,
+	})
 	return p, nil
 }
 
@@ -217,51 +203,23 @@ func (p *Provider) clusterName(path, context string) multicluster.ClusterName {
 	return path + p.opts.Separator + context
 }
 
-// ClusterHealthCheck returns Options.HealthCheck, which the manager runs on
-// every probe of the provider's clusters (mcmanager.ClusterHealthChecker).
-func (p *Provider) ClusterHealthCheck() func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
-	return p.opts.HealthCheck
-}
-
-// Listed is closed once Start has read the files and published every cluster
-// found in them (multicluster.ListingProvider): the manager's readiness check
-// waits for it.
-func (p *Provider) Listed() <-chan struct{} { return p.listed }
-
-var _ multicluster.ListingProvider = &Provider{}
-
-// Start engages the clusters of the files, then follows the files until ctx
-// ends. Clusters are disengaged when it returns.
-func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
-	log, err := p.begin(ctx)
-	if err != nil {
-		return err
-	}
+// watch follows the files for the kit (inventory.Options.Watch): it asks
+// for a listing once it watches them, then after each burst of file system
+// events. Each event pushes the listing back by Debounce, but never beyond
+// maxDebounceFactor*Debounce after the first event of a burst: files that
+// change all the time must not starve the others.
+func (p *Provider) watch(ctx context.Context, changed func()) error {
+	log := logf.FromContext(ctx)
 	watcher, err := fsnotify.NewWatcher()
 	if err != nil {
-		return fmt.Errorf("file provider: creating file watcher: %w", err)
+		return fmt.Errorf("creating file watcher: %w", err)
 	}
 	defer func() { _ = watcher.Close() }()
+	// Watch first, then list: whatever changes after this point produces an
+	// event.
+	p.updateWatches(log, watcher)
+	changed()
 
-	runCtx, cancel := context.WithCancel(ctx)
-	defer p.members.Wait()
-	defer cancel()
-	// A cluster that rejects its credentials: read the files again at once.
-	refresh := make(chan struct{}, 1)
-	p.members.Refresh = func(multicluster.ClusterName) {
-		select {
-		case refresh <- struct{}{}:
-		default:
-		}
-	}
-	p.members.Start(runCtx, aware, log)
-
-	p.sync(log, watcher)
-	close(p.listed)
-
-	// Each event pushes the re-read back by Debounce, but never beyond
-	// maxDebounceFactor*Debounce after the first event of a burst: files that
-	// change all the time must not starve the others.
 	timer := time.NewTimer(p.opts.Debounce)
 	timer.Stop()
 	defer timer.Stop()
@@ -281,85 +239,22 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case ev, ok := <-watcher.Events:
+		case _, ok := <-watcher.Events:
 			if !ok {
-				return errors.New("file provider: file watcher closed")
+				return errors.New("file watcher closed")
 			}
-			if p.relevant(ev.Name) {
-				schedule()
-			}
+			schedule()
 		case err, ok := <-watcher.Errors:
 			if !ok {
-				return errors.New("file provider: file watcher closed")
+				return errors.New("file watcher closed")
 			}
 			// An overflow loses events: read everything again.
 			log.Error(err, "File watcher error, re-reading kubeconfig files")
 			schedule()
-		case <-refresh:
-			schedule()
 		case <-timer.C:
 			burstStart = time.Time{}
-			p.sync(log, watcher)
-		}
-	}
-}
-
-// sync re-reads every file and applies the difference to the engaged clusters.
-func (p *Provider) sync(log logr.Logger, watcher *fsnotify.Watcher) {
-	// Watch first: whatever changes after this point produces an event.
-	p.updateWatches(log, watcher)
-	p.read(log)
-}
-
-// read reads every file and applies the difference to the engaged clusters.
-func (p *Provider) read(log logr.Logger) {
-	res, listErr := p.scan()
-	if listErr != nil {
-		log.Error(listErr, "Failed to list kubeconfig files; keeping the clusters found before")
-	}
-	for path, err := range res.failed {
-		skipped.WithLabelValues(skipReason(err)).Inc()
-		log.Error(err, "Skipping unreadable or malformed kubeconfig; its clusters keep their last good configuration", "file", path)
-	}
-	for name, sources := range res.conflicts {
-		skipped.WithLabelValues(skipNameConflict).Inc()
-		log.Error(fmt.Errorf("cluster name %q comes from %s", name, strings.Join(sources, " and ")),
-			"Skipping a cluster name that several kubeconfig contexts map to; give them distinct names (Options.ClusterName)", "cluster", name)
-	}
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if listErr == nil {
-		for _, name := range p.members.Names() {
-			if _, ok := res.clusters[name]; ok {
-				continue
-			}
-			if _, failed := res.failed[p.paths[name]]; failed {
-				continue
-			}
-			if _, conflict := res.conflicts[name]; conflict {
-				continue
-			}
-			if p.members.Remove(name) {
-				log.Info("Disengaged cluster: its file or context is gone", "cluster", name, "file", p.paths[name])
-			}
-			delete(p.paths, name)
-		}
-	}
-	names := make([]multicluster.ClusterName, 0, len(res.clusters))
-	for name := range res.clusters {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		w := res.clusters[name]
-		p.paths[name] = w.path
-		switch replaced, changed := p.members.Set(name, w.hash, w.config, nil, pkgclusters.SetPaused(w.paused)); {
-		case !changed:
-		case replaced:
-			log.Info("Re-creating cluster: its configuration changed", "cluster", name, "file", w.path, "context", w.context)
-		default:
-			log.Info("Engaging cluster", "cluster", name, "file", w.path, "context", w.context)
+			p.updateWatches(log, watcher)
+			changed()
 		}
 	}
 }
@@ -367,38 +262,24 @@ func (p *Provider) read(log logr.Logger) {
 // updateWatches watches every configured directory and the directory of every
 // configured file, or their nearest existing ancestor while they do not exist.
 func (p *Provider) updateWatches(log logr.Logger, watcher *fsnotify.Watcher) {
-	wanted := func() map[string]bool {
-		want := map[string]bool{}
-		for _, f := range p.opts.KubeconfigFiles {
-			want[nearestDir(filepath.Dir(f))] = true
-		}
-		for _, d := range p.opts.KubeconfigDirs {
-			want[nearestDir(d)] = true
-		}
-		return want
+	dirs := slices.Clone(p.opts.KubeconfigDirs)
+	for _, f := range p.opts.KubeconfigFiles {
+		dirs = append(dirs, filepath.Dir(f))
 	}
 	// A directory created between finding the nearest existing one and
 	// watching it would go unnoticed, and so would every file written into
 	// it: look again after adding the watches, until nothing moved.
-	want := wanted()
-	for range 10 {
-		have := map[string]bool{}
-		for _, w := range watcher.WatchList() {
-			have[w] = true
-		}
-		for dir := range want {
-			if have[dir] {
-				continue
-			}
-			if err := watcher.Add(dir); err != nil {
-				log.Error(err, "Failed to watch directory; changes in it are seen on the next event", "directory", dir)
+	want := map[string]bool{}
+	for moved, round := true, 0; moved && round < 10; round++ {
+		moved = false
+		for _, dir := range dirs {
+			if near := nearestDir(dir); !want[near] {
+				want[near], moved = true, true
+				if err := watcher.Add(near); err != nil {
+					log.Error(err, "Failed to watch directory; changes in it are seen on the next event", "directory", near)
+				}
 			}
 		}
-		again := wanted()
-		if maps.Equal(again, want) {
-			break
-		}
-		want = again
 	}
 	for _, dir := range watcher.WatchList() {
 		if !want[dir] {
@@ -420,35 +301,4 @@ func nearestDir(dir string) string {
 		}
 		dir = parent
 	}
-}
-
-// relevant reports whether an event on path may change what the provider
-// reads: a configured file or anything in a configured directory, or an
-// ancestor of one of them being created, renamed or removed.
-func (p *Provider) relevant(path string) bool {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return true
-	}
-	for _, ref := range p.absRefs {
-		if abs == ref || filepath.Dir(abs) == ref || isAncestor(abs, ref) {
-			return true
-		}
-	}
-	// A configured file may be a symlink into a directory that its own
-	// directory swaps atomically, as the kubelet updates Secret and ConfigMap
-	// volumes (name -> ..data/name, ..data -> ..<timestamp>): the event is on
-	// ..data, not on the file. Anything in a configured file's directory is
-	// read again; the content hash decides whether a cluster changed.
-	for _, f := range p.absFiles {
-		if filepath.Dir(abs) == filepath.Dir(f) {
-			return true
-		}
-	}
-	return false
-}
-
-func isAncestor(dir, path string) bool {
-	rel, err := filepath.Rel(dir, path)
-	return err == nil && rel != "." && !strings.HasPrefix(rel, "..")
 }

@@ -1,8 +1,8 @@
 package file
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,37 +15,89 @@ import (
 	"syscall"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// wanted is one cluster found on disk.
+// wanted is one context found on disk.
 type wanted struct {
-	name    multicluster.ClusterName
-	path    string
-	context string
-	hash    string
-	config  *rest.Config
-	paused  bool // see PausedExtension
+	inventory.Desired
+	path, context string
 }
 
-// scanResult is what one pass over the files found.
-type scanResult struct {
-	clusters map[multicluster.ClusterName]wanted
-	// failed holds the files that exist but could not be read or parsed: the
-	// clusters they served before are kept.
-	failed map[string]error
-	// conflicts holds the names that more than one file or context maps to:
-	// none of them is engaged, and a cluster already engaged under the name
-	// keeps its configuration.
-	conflicts map[multicluster.ClusterName][]string
+// source names where a cluster comes from, for log lines.
+func (w wanted) source() string {
+	return fmt.Sprintf("file %q context %q", w.path, w.context)
+}
+
+// list reads every file, for the kit (inventory.Options.List): one Desired
+// per context. What cannot be read is logged, counted and keeps its
+// clusters: each name that a file that failed, or any file while a
+// directory could not be listed, gave last time is listed without a
+// Config, which keeps its cluster as it is. A name that several contexts
+// map to is listed once, without a Config: none of them is engaged under
+// it (which one the user meant, the files cannot tell), and a cluster
+// engaged under it keeps its configuration.
+func (p *Provider) list(ctx context.Context) ([]inventory.Desired, error) {
+	log := logf.FromContext(ctx)
+	files, listErr := p.files()
+	if listErr != nil {
+		log.Error(listErr, "Failed to list kubeconfig files; keeping the clusters found before")
+	}
+	found := map[multicluster.ClusterName]wanted{}
+	conflicts := map[multicluster.ClusterName][]string{}
+	failed := map[string]bool{}
+	for _, path := range files {
+		contexts, err := p.load(path)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted, or an explicit file that does not exist yet
+		}
+		if err != nil {
+			failed[path] = true
+			skipped.WithLabelValues(skipReason(err)).Inc()
+			log.Error(err, "Skipping unreadable or malformed kubeconfig; its clusters keep their last good configuration", "file", path)
+		}
+		for _, w := range contexts {
+			if other, dup := found[w.Name]; dup {
+				conflicts[w.Name] = []string{other.source()}
+				delete(found, w.Name)
+			}
+			if sources, dup := conflicts[w.Name]; dup {
+				conflicts[w.Name] = append(sources, w.source())
+				continue
+			}
+			found[w.Name] = w
+		}
+	}
+	last := p.paths
+	p.paths = map[multicluster.ClusterName]string{}
+	desired := make([]inventory.Desired, 0, len(found)+len(conflicts))
+	for name, w := range found {
+		desired = append(desired, w.Desired)
+		p.paths[name] = w.path
+	}
+	for name, sources := range conflicts {
+		skipped.WithLabelValues(skipNameConflict).Inc()
+		log.Error(fmt.Errorf("cluster name %q comes from %s", name, strings.Join(sources, " and ")),
+			"Skipping a cluster name that several kubeconfig contexts map to; give them distinct names (Options.ClusterName)", "cluster", name)
+		desired = append(desired, inventory.Desired{Name: name})
+		p.paths[name] = last[name]
+	}
+	for name, path := range last {
+		if _, listed := p.paths[name]; !listed && (listErr != nil || failed[path]) {
+			desired = append(desired, inventory.Desired{Name: name})
+			p.paths[name] = path
+		}
+	}
+	slices.SortFunc(desired, func(a, b inventory.Desired) int { return strings.Compare(a.Name, b.Name) })
+	return desired, nil
 }
 
 // files lists the kubeconfig files to read now, in a stable order.
@@ -84,43 +136,6 @@ func (p *Provider) matches(base string) bool {
 		}
 	}
 	return false
-}
-
-// scan reads every file and resolves one rest.Config per context.
-func (p *Provider) scan() (scanResult, error) {
-	res := scanResult{
-		clusters:  map[multicluster.ClusterName]wanted{},
-		failed:    map[string]error{},
-		conflicts: map[multicluster.ClusterName][]string{},
-	}
-	files, err := p.files()
-	for _, path := range files {
-		found, ferr := p.load(path)
-		if errors.Is(ferr, fs.ErrNotExist) {
-			continue // deleted, or an explicit file that does not exist yet
-		}
-		if ferr != nil {
-			res.failed[path] = ferr
-		}
-		for _, w := range found {
-			if _, dup := res.conflicts[w.name]; dup {
-				res.conflicts[w.name] = append(res.conflicts[w.name], w.source())
-				continue
-			}
-			if other, dup := res.clusters[w.name]; dup {
-				res.conflicts[w.name] = []string{other.source(), w.source()}
-				delete(res.clusters, w.name)
-				continue
-			}
-			res.clusters[w.name] = w
-		}
-	}
-	return res, err
-}
-
-// source names where a cluster comes from, for log lines.
-func (w wanted) source() string {
-	return fmt.Sprintf("file %q context %q", w.path, w.context)
 }
 
 var (
@@ -225,7 +240,7 @@ func (p *Provider) load(path string) ([]wanted, error) {
 			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, err))
 			continue
 		}
-		w.name = name
+		w.Name = name
 		out = append(out, w)
 	}
 	return out, errors.Join(errs...)
@@ -288,8 +303,10 @@ func resolveContext(cfg *clientcmdapi.Config, path, ctxName string) (wanted, err
 	if err != nil {
 		return wanted{}, fmt.Errorf("hashing: %w", err)
 	}
-	sum := sha256.Sum256(serialized)
-	return wanted{path: path, context: ctxName, hash: hex.EncodeToString(sum[:]), config: restCfg, paused: paused}, nil
+	return wanted{path: path, context: ctxName, Desired: inventory.Desired{
+		Config: restCfg, Hash: inventory.Hash(serialized), Paused: paused,
+		LogValues: []any{"file", path, "context", ctxName},
+	}}, nil
 }
 
 // withoutPause reads the context's PausedExtension and returns a copy of the
@@ -300,25 +317,19 @@ func withoutPause(kctx *clientcmdapi.Context) (*clientcmdapi.Context, bool, erro
 	if !ok {
 		return kctx, false, nil
 	}
+	// The JSON of an extension as clientcmd loaded it (one without
+	// apiVersion and kind stays raw, a runtime.Unknown), compacted.
+	raw, _ := json.Marshal(ext)
 	var paused bool
-	switch raw := extensionValue(ext); raw {
+	switch string(raw) {
 	case `"true"`, "true":
 		paused = true
 	case `"false"`, "false":
 	default:
-		return nil, false, fmt.Errorf(`context extension %s is %.40s: want "true" or "false"`, PausedExtension, raw)
+		return nil, false, fmt.Errorf(`context extension %s is %.40s: want "true" or "false"`, PausedExtension, string(raw))
 	}
 	c := *kctx
 	c.Extensions = maps.Clone(kctx.Extensions)
 	delete(c.Extensions, PausedExtension)
 	return &c, paused, nil
-}
-
-// extensionValue is the JSON of an extension as clientcmd loaded it (an
-// extension without apiVersion and kind stays raw).
-func extensionValue(ext runtime.Object) string {
-	if u, ok := ext.(*runtime.Unknown); ok {
-		return strings.TrimSpace(string(u.Raw))
-	}
-	return fmt.Sprintf("an object of type %T", ext)
 }
