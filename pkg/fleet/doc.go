@@ -43,7 +43,7 @@
 // chosen by comparing what is wanted with what runs (steps.go), the way a
 // controller reconciles a key. A step a newer wish makes pointless is
 // cancelled; the steps that let go of a cluster always complete. Readers
-// (Get, Hold, State, Changed, readiness, the probe scheduler) take no lock:
+// (Get, Hold, State, Snapshot, readiness, the probe scheduler) take no lock:
 // they load the record's view, which the engine replaces whole on every
 // change.
 //

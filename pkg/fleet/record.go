@@ -21,7 +21,7 @@ import (
 //
 // Its fields are written under the engine's lock (Engine.mu) only, and every
 // change a reader may see is published as a new view (publishLocked):
-// readers (Get, Hold, State, Changed, the probe scheduler, readiness) load
+// readers (Get, Hold, State, Snapshot, the probe scheduler, readiness) load
 // the view and take no lock at all. The work on a name that calls out
 // (building, starting, engaging, draining, waiting for a fence) runs one
 // step at a time, outside the lock, in the goroutine that holds the name's
