@@ -266,65 +266,51 @@ func followCredentials(cl cluster.Cluster) error {
 	return nil
 }
 
-// RESTMapping returns the mapping of a kind.
-func (h *mapperShare) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+// on calls f with the mapper of the cluster's current credentials.
+func on[A, T any](h *mapperShare, f func(*lazyMapper, A) (T, error), a A) (T, error) {
 	m, err := h.state.mapper()
 	if err != nil {
-		return nil, err
+		var zero T
+		return zero, err
 	}
-	return m.RESTMapping(gk, versions...)
+	return f(m, a)
+}
+
+// RESTMapping returns the mapping of a kind.
+func (h *mapperShare) RESTMapping(gk schema.GroupKind, versions ...string) (*meta.RESTMapping, error) {
+	return on(h, func(m *lazyMapper, gk schema.GroupKind) (*meta.RESTMapping, error) {
+		return m.RESTMapping(gk, versions...)
+	}, gk)
 }
 
 // RESTMappings returns the mappings of a kind.
 func (h *mapperShare) RESTMappings(gk schema.GroupKind, versions ...string) ([]*meta.RESTMapping, error) {
-	m, err := h.state.mapper()
-	if err != nil {
-		return nil, err
-	}
-	return m.RESTMappings(gk, versions...)
+	return on(h, func(m *lazyMapper, gk schema.GroupKind) ([]*meta.RESTMapping, error) {
+		return m.RESTMappings(gk, versions...)
+	}, gk)
 }
 
 // KindFor returns the kind of a resource.
 func (h *mapperShare) KindFor(resource schema.GroupVersionResource) (schema.GroupVersionKind, error) {
-	m, err := h.state.mapper()
-	if err != nil {
-		return schema.GroupVersionKind{}, err
-	}
-	return m.KindFor(resource)
+	return on(h, (*lazyMapper).KindFor, resource)
 }
 
 // KindsFor returns the kinds of a resource.
 func (h *mapperShare) KindsFor(resource schema.GroupVersionResource) ([]schema.GroupVersionKind, error) {
-	m, err := h.state.mapper()
-	if err != nil {
-		return nil, err
-	}
-	return m.KindsFor(resource)
+	return on(h, (*lazyMapper).KindsFor, resource)
 }
 
 // ResourceFor completes a partial resource.
 func (h *mapperShare) ResourceFor(input schema.GroupVersionResource) (schema.GroupVersionResource, error) {
-	m, err := h.state.mapper()
-	if err != nil {
-		return schema.GroupVersionResource{}, err
-	}
-	return m.ResourceFor(input)
+	return on(h, (*lazyMapper).ResourceFor, input)
 }
 
 // ResourcesFor completes a partial resource.
 func (h *mapperShare) ResourcesFor(input schema.GroupVersionResource) ([]schema.GroupVersionResource, error) {
-	m, err := h.state.mapper()
-	if err != nil {
-		return nil, err
-	}
-	return m.ResourcesFor(input)
+	return on(h, (*lazyMapper).ResourcesFor, input)
 }
 
 // ResourceSingularizer answers from the group versions loaded so far.
 func (h *mapperShare) ResourceSingularizer(resource string) (string, error) {
-	m, err := h.state.mapper()
-	if err != nil {
-		return "", err
-	}
-	return m.ResourceSingularizer(resource)
+	return on(h, (*lazyMapper).ResourceSingularizer, resource)
 }
