@@ -101,12 +101,12 @@ type sharedMapperEntry struct {
 	id     serverIdentity
 	mapper *lazyMapper
 	refs   int
-	// closeIdle closes the idle connections of the entry's transport once no
-	// cluster holds it: those of a transport shared with clusters (client-go
-	// caches them) are not idle while the clusters watch; those of a
-	// transport of its own (a config client-go cannot cache, a client
-	// certificate rotated in) would otherwise stay open until they time out.
-	closeIdle func()
+	// transport's idle connections are closed once no cluster holds the
+	// entry: those of a transport shared with clusters (client-go caches
+	// them) are not idle while the clusters watch; those of a transport of
+	// its own (a config client-go cannot cache, a client certificate
+	// rotated in) would otherwise stay open until they time out.
+	transport http.RoundTripper
 }
 
 // acquire returns the entry of cfg's identity and timeout, made on first
@@ -119,7 +119,7 @@ func (r *mapperRegistry) acquire(cfg *rest.Config, timeout time.Duration) (*shar
 		e.refs++
 		return e, nil
 	}
-	hc, closeIdle, err := discoveryClientFor(cfg, timeout)
+	hc, transport, err := discoveryClientFor(cfg, timeout)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +127,7 @@ func (r *mapperRegistry) acquire(cfg *rest.Config, timeout time.Duration) (*shar
 	if err != nil {
 		return nil, err
 	}
-	e := &sharedMapperEntry{id: id, mapper: m, refs: 1, closeIdle: closeIdle}
+	e := &sharedMapperEntry{id: id, mapper: m, refs: 1, transport: transport}
 	r.entries[id] = e
 	return e, nil
 }
@@ -141,23 +141,22 @@ func (r *mapperRegistry) release(e *sharedMapperEntry) {
 		return
 	}
 	delete(r.entries, e.id)
-	e.closeIdle()
+	utilnet.CloseIdleConnectionsFor(e.transport)
 }
 
 // discoveryClientFor returns the HTTP client of a shared mapper: cfg's, with
 // exactly its credentials, through the transport client-go shares between
 // clients of cfg's TLS configuration (the clusters', whose connection gate
 // it passes too), its requests bounded by timeout (none: the lazy mapper's
-// discoveryTimeout); and the function that closes that transport's idle
-// connections.
-func discoveryClientFor(cfg *rest.Config, timeout time.Duration) (*http.Client, func(), error) {
+// discoveryTimeout); and that transport.
+func discoveryClientFor(cfg *rest.Config, timeout time.Duration) (*http.Client, http.RoundTripper, error) {
 	base, next, err := transportFor(cfg, nil)
 	if err != nil {
 		return nil, nil, err
 	}
-	hc := *base
+	hc := *base // for a plain config, base is http.DefaultClient
 	hc.Transport = &boundedTransport{next: next, timeout: timeout, gate: connGateFor(next, cfg.Host)}
-	return &hc, func() { utilnet.CloseIdleConnectionsFor(next) }, nil
+	return &hc, next, nil
 }
 
 // shareFor returns a cluster's handle on the shared mapper of cfg's
