@@ -23,9 +23,13 @@ import (
 // provider-built cluster needs; opts may still override anything:
 //
 //   - A shared REST mapper: clusters that reach the same API server with the
-//     same credentials share its discovery data, which is loaded lazily, one
-//     group version at a time (NewLazyRESTMapper). The cluster's share is
-//     released when its Start returns.
+//     same credentials (and the same request bound) share its discovery
+//     data, which is loaded lazily, one group version at a time
+//     (NewLazyRESTMapper), with requests that carry those credentials (see
+//     WithSharedRESTMapper). A cluster whose credentials Members rotates in
+//     place moves to the mapper of its new ones. The cluster's share is
+//     released when its Start returns. A cluster whose HTTP client an
+//     option replaces gets a lazy mapper of its own, on that client.
 //   - Client limits as controller-runtime gives the host: a config that sets
 //     no QPS gets no client-side rate limit (client-go's default of 5
 //     requests/s would make a busy member's queue grow without bound); the
@@ -89,7 +93,12 @@ func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (c
 	o := cluster.Options{
 		HTTPClient: &httpClient,
 		MapperProvider: func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
-			m, err := sharedMappers.mapperFor(c, hc)
+			if hc.Transport != bounded {
+				// Another option's HTTP client: what it does that c
+				// does not say cannot be shared.
+				return newLazyMapper(c, hc)
+			}
+			m, err := sharedMappers.shareFor(c, creds, bounded.timeout)
 			handle = m
 			return m, err
 		},

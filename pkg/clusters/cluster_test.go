@@ -269,6 +269,15 @@ func BenchmarkNewClusterHeap(b *testing.B) {
 		return cluster.New(cfg, clusters.WithSharedRESTMapper)
 	})
 	light := build(b, "NewCluster", func() (cluster.Cluster, error) { return clusters.NewCluster(cfg) })
+	// As a fleet's members are: each with a token of its own, so each
+	// with a shared mapper of its own.
+	var distinct atomic.Int64
+	build(b, "NewCluster/distinct-tokens", func() (cluster.Cluster, error) {
+		c := rest.CopyConfig(cfg)
+		c.CertData, c.KeyData = nil, nil
+		c.BearerToken = fmt.Sprintf("heap-token-%d", distinct.Add(1))
+		return clusters.NewCluster(c)
+	})
 	b.Run("ratio", func(b *testing.B) { b.ReportMetric(light/plain, "heap-ratio") })
 	fmt.Fprintf(b.Output(), "NewCluster %.1f KB, cluster.New %.1f KB per cluster\n", light, plain)
 }

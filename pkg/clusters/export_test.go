@@ -5,6 +5,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // SetMinRefresh shortens how often the lazy mapper looks again, for tests.
@@ -33,8 +36,27 @@ func LoadedGroupVersions(m meta.RESTMapper) []schema.GroupVersion {
 	return out
 }
 
-// SharedMapperOf returns the shared mapper behind a cluster built by NewCluster.
-func SharedMapperOf(m meta.RESTMapper) meta.RESTMapper { return m.(*mapperShare).lazyMapper }
+// SharedMapperOf returns the shared mapper behind a cluster built by
+// NewCluster, that of the cluster's current credentials (nil if it cannot
+// be had).
+func SharedMapperOf(m meta.RESTMapper) meta.RESTMapper {
+	lm, err := m.(*mapperShare).state.mapper()
+	if err != nil {
+		return nil
+	}
+	return lm
+}
+
+// MapperSharesConnections reports whether the shared mapper of a cluster
+// built by NewCluster sends its requests through the pooled transport the
+// cluster's own requests go through (it has the same connection gate).
+func MapperSharesConnections(cl cluster.Cluster) bool {
+	lm := SharedMapperOf(cl.GetRESTMapper()).(*lazyMapper)
+	hc := lm.discovery.(*discovery.DiscoveryClient).RESTClient().(*rest.RESTClient).Client
+	theirs, ok := hc.Transport.(*boundedTransport)
+	mine := cl.(*lightCluster).httpClient.Transport.(*boundedTransport)
+	return ok && theirs.gate != nil && theirs.gate == mine.gate
+}
 
 // SharedMapperRefs returns how many clusters hold the shared mapper m.
 func SharedMapperRefs(m meta.RESTMapper) int {

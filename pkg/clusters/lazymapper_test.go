@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -97,6 +98,13 @@ func TestNewClusterUsesTheLazyMapper(t *testing.T) {
 
 func installWidgetCRD(t *testing.T, cfg *rest.Config) {
 	t.Helper()
+	installCRD(t, cfg, "example.com", "Widget")
+}
+
+// installCRD installs a namespaced CRD of kind in group, served as v1, its
+// plural kind's lower case and an "s".
+func installCRD(t *testing.T, cfg *rest.Config, group, kind string) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -105,11 +113,12 @@ func installWidgetCRD(t *testing.T, cfg *rest.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	singular := strings.ToLower(kind)
 	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "widgets.example.com"},
+		ObjectMeta: metav1.ObjectMeta{Name: singular + "s." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: "example.com",
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "widgets", Singular: "widget", Kind: "Widget", ListKind: "WidgetList"},
+			Group: group,
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: singular + "s", Singular: singular, Kind: kind, ListKind: kind + "List"},
 			Scope: apiextensionsv1.NamespaceScoped,
 			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: "v1", Served: true, Storage: true,

@@ -1,6 +1,7 @@
 package clusters
 
 import (
+	"bytes"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
@@ -276,13 +277,20 @@ func (c *currentConfig) get(built *rest.Config) *rest.Config {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cfg == nil || c.gen != s.gen {
-		if s.gen == 1 {
-			c.cfg = built
-		} else {
-			where, _ := SplitCredentials(built)
-			c.cfg = withCredentials(where, s.who)
-		}
-		c.gen = s.gen
+		c.cfg, c.gen = configWith(built, s), s.gen
 	}
 	return c.cfg
+}
+
+// configWith returns built with the credentials of s: built itself if it
+// has them.
+func configWith(built *rest.Config, s *credentialState) *rest.Config {
+	has := built.BearerToken == s.who.BearerToken && built.Username == s.who.Username &&
+		built.Password == s.who.Password && bytes.Equal(built.CertData, s.who.CertData) &&
+		bytes.Equal(built.KeyData, s.who.KeyData)
+	if has {
+		return built
+	}
+	where, _ := SplitCredentials(built)
+	return withCredentials(where, s.who)
 }
