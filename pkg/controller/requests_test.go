@@ -35,24 +35,27 @@ func TestRequestForAnUnknownClusterIsDroppedLoggedAndCounted(t *testing.T) {
 
 	before := dropped(name, "cluster-not-engaged")
 	q.Add(fleettest.Request("ghost", "ns", "obj"))
+	// The drop is counted, then logged: wait for both.
+	line := ""
 	fleettest.Eventually(t, 0, func() error {
 		if dropped(name, "cluster-not-engaged") == before {
 			return errors.New("the request was not counted as dropped")
+		}
+		for l := range strings.SplitSeq(logs.String(), "\n") {
+			if strings.Contains(l, "Dropping request") && strings.Contains(l, "ghost") {
+				line = l
+			}
+		}
+		if line == "" {
+			return fmt.Errorf("no line drops the request for ghost; logged:\n%s", logs.String())
 		}
 		return nil
 	})
 	if n := rec.Count("ghost", "ns", "obj"); n != 0 {
 		t.Fatalf("the reconciler saw a request for an unknown cluster %d times", n)
 	}
-	out := logs.String()
-	line := ""
-	for l := range strings.SplitSeq(out, "\n") {
-		if strings.Contains(l, "Dropping request") && strings.Contains(l, "ghost") {
-			line = l
-		}
-	}
-	if line == "" || !strings.Contains(line, "cluster-not-engaged") || !strings.Contains(line, `"level"=0`) {
-		t.Fatalf("want a level-0 line dropping the request for ghost with its reason; logged:\n%s", out)
+	if !strings.Contains(line, "cluster-not-engaged") || !strings.Contains(line, `"level"=0`) {
+		t.Fatalf("want a level-0 line dropping the request for ghost with its reason; got:\n%s", line)
 	}
 }
 
