@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -59,22 +60,19 @@ func fakeFleetWith(tb testing.TB, n int, adm fleet.Admission) *fleet.Engine {
 			tb.Error(err)
 		}
 	})
-	deadline := time.Now().Add(time.Minute)
-	for {
+	fleettest.Eventually(tb, time.Minute, func() error {
 		settled := 0
 		for _, s := range e.Clusters() {
 			if s.State == fleet.StateEngaged || s.State == fleet.StateDisconnected || (adm != nil && !adm.Owns(s.Name)) {
 				settled++
 			}
 		}
-		if settled == n {
-			return e
+		if settled != n {
+			return fmt.Errorf("%d of %d members settled", settled, n)
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("%d of %d members settled within a minute", settled, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
+	return e
 }
 
 // replicas is a sharding admission of two replicas, "replica-a" and
