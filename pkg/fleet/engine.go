@@ -59,6 +59,7 @@ func New(opts Options) *Engine {
 	e := &Engine{opts: opts, log: opts.Logger, paused: map[multicluster.ClusterName]struct{}{}}
 	e.base, e.stopBase = context.WithCancel(context.Background())
 	e.health.opts, e.health.log = opts, opts.Logger
+	e.health.queue.off = opts.Health.Disabled
 	e.health.series.Max = opts.MaxHealthSeries
 	for _, st := range allStates {
 		metrics.Clusters.WithLabelValues(string(st)).Add(0) // every state has a series, at zero
@@ -270,11 +271,11 @@ func (e *Engine) Ready(_ *http.Request) error {
 // of them have stopped.
 func (e *Engine) Start(ctx context.Context) error {
 	// Taken before any ownership is looked at: a change after this read is
-	// noticed between probe rounds; one between the look and a later read
-	// would be lost until the next change.
-	var admissionChanged <-chan struct{}
+	// seen by followOwnership; one between a look and a later read would be
+	// lost until the next change.
+	var ownershipChanged <-chan struct{}
 	if e.opts.Admission != nil {
-		admissionChanged = e.opts.Admission.Changed()
+		ownershipChanged = e.opts.Admission.Changed()
 	}
 	e.mu.Lock()
 	if e.ctx != nil {
@@ -289,19 +290,10 @@ func (e *Engine) Start(ctx context.Context) error {
 	}
 	e.mu.Unlock()
 
-	e.health.runProbes(ctx, e.answer, func() {
-		// Between probe rounds: re-evaluate ownership when it changed.
-		select {
-		case <-admissionChanged:
-			admissionChanged = e.opts.Admission.Changed()
-			e.mu.Lock()
-			for rec := range e.records.all() {
-				e.kickLocked(rec)
-			}
-			e.mu.Unlock()
-		default:
-		}
-	})
+	if e.opts.Admission != nil {
+		e.wg.Go(func() { e.followOwnership(ctx, ownershipChanged) })
+	}
+	e.health.runProbes(ctx, e.answer)
 
 	// Every record leaves with its instances, in one step under the lock: a
 	// reader (a reconcile still draining asks for its cluster) never finds a

@@ -50,3 +50,10 @@ func (e *Engine) Running() int { return int(e.health.running.Load()) }
 
 // RunsHere reports whether the budget counts a cluster in state s.
 func RunsHere(s State) bool { return runsHere(s) }
+
+// ProbeEntries is the number of entries in the probe queue, live or stale.
+func (e *Engine) ProbeEntries() int {
+	e.health.queue.mu.Lock()
+	defer e.health.queue.mu.Unlock()
+	return len(e.health.queue.h)
+}

@@ -18,8 +18,8 @@ import (
 
 // runProbes is the one scheduler of health probes: each tick it hands the
 // probes that are due to MaxConcurrentProbes workers; no goroutine waits per
-// cluster. between runs before each round. It returns when ctx ends and
-// every worker has stopped.
+// cluster. It returns when ctx ends and every worker has stopped; with
+// probing disabled it runs nothing.
 //
 // A round takes the due probes from the probe queue (earliest first) under
 // the engine's read lock: reconcilers' Get never waits for it, and a round
@@ -29,7 +29,11 @@ import (
 // to the workers at once (see probeWorkers): a probe's request wakes
 // goroutines and threads, and probes in one burst share those wake-ups (4
 // probes in flight cost about 1.4x the CPU per probe of 32).
-func (h *health) runProbes(ctx context.Context, answer answerFunc, between func()) {
+func (h *health) runProbes(ctx context.Context, answer answerFunc) {
+	if h.opts.Health.Disabled {
+		<-ctx.Done()
+		return
+	}
 	tick := min(time.Second, h.opts.Health.Interval/2, h.opts.MinBackoff)
 	tick = max(tick, 10*time.Millisecond)
 	t := time.NewTicker(tick)
@@ -48,10 +52,8 @@ func (h *health) runProbes(ctx context.Context, answer answerFunc, between func(
 		w.queue = nil
 		w.mu.Unlock()
 	}()
-	if !h.opts.Health.Disabled {
-		for range h.opts.MaxConcurrentProbes {
-			w.spawn()
-		}
+	for range h.opts.MaxConcurrentProbes {
+		w.spawn()
 	}
 	var probes []probeJob
 	for {
@@ -59,10 +61,6 @@ func (h *health) runProbes(ctx context.Context, answer answerFunc, between func(
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		}
-		between()
-		if h.opts.Health.Disabled {
-			continue
 		}
 		probes = probes[:0]
 		now := time.Now()

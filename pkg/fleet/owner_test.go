@@ -31,6 +31,9 @@ type fenceService struct {
 	acquires map[string]int
 	released map[string]time.Time
 	block    chan struct{} // non-nil: Acquire waits until it is closed
+	// abandoned counts the Acquire calls whose context ended while they
+	// waited for block.
+	abandoned int
 }
 
 func newFenceService() *fenceService {
@@ -68,6 +71,9 @@ func (f *fenceService) Acquire(ctx context.Context, name string) (context.Contex
 		select {
 		case <-block:
 		case <-ctx.Done():
+			f.mu.Lock()
+			f.abandoned++
+			f.mu.Unlock()
 			return nil, nil, ctx.Err()
 		}
 	}

@@ -18,6 +18,9 @@ import (
 type probeQueue struct {
 	mu sync.Mutex // guards the heap and every record's nextProbe and probing
 	h  probeHeap
+	// off: probing is disabled, and nothing would ever take an entry (each
+	// would keep its record, forgotten or not, for the engine's life).
+	off bool
 }
 
 type probeEntry struct {
@@ -42,6 +45,9 @@ func (h *probeHeap) Pop() any {
 
 // scheduleLocked sets rec's next probe; under q.mu.
 func (q *probeQueue) scheduleLocked(rec *record, at time.Time) {
+	if q.off {
+		return
+	}
 	rec.nextProbe = at
 	heap.Push(&q.h, probeEntry{at: at, rec: rec})
 }

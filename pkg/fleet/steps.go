@@ -160,6 +160,32 @@ func doneLocked(rec *record, ctx context.Context, cancel context.CancelFunc) {
 	cancel()
 }
 
+// followOwnership looks at every name again each time the Admission's
+// answers may have changed, changed being the channel read before the
+// engine first looked. An ownership change is a wish like any other: the
+// step in flight of a name now owned elsewhere (waiting for its fence,
+// building or syncing it) is superseded, so that this replica neither takes
+// a fence it no longer owns nor reconciles the cluster's initial list while
+// the new owner waits for the fence.
+func (e *Engine) followOwnership(ctx context.Context, changed <-chan struct{}) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-changed:
+		}
+		changed = e.opts.Admission.Changed()
+		e.mu.Lock()
+		for rec := range e.records.all() {
+			if rec.cancel != nil && !e.mayRunLocked(rec, rec.member) {
+				rec.supersede()
+			}
+			e.kickLocked(rec)
+		}
+		e.mu.Unlock()
+	}
+}
+
 // SetMember adds or updates a desired member. Before the engine runs, members
 // wait in StateWanted.
 func (e *Engine) SetMember(m Member) {
