@@ -22,14 +22,10 @@ import (
 // cache and client and honouring the same options, with the defaults every
 // provider-built cluster needs; opts may still override anything:
 //
-//   - A shared REST mapper: clusters that reach the same API server with the
-//     same credentials (and the same request bound) share its discovery
-//     data, which is loaded lazily, one group version at a time
-//     (NewLazyRESTMapper), with requests that carry those credentials (see
-//     WithSharedRESTMapper). A cluster whose credentials Members rotates in
-//     place moves to the mapper of its new ones. The cluster's share is
-//     released when its Start returns. A cluster whose HTTP client an
-//     option replaces gets a lazy mapper of its own, on that client.
+//   - A lazy REST mapper (NewLazyRESTMapper): discovery data is loaded one
+//     group version at a time, when a type of it is first used, through
+//     the cluster's own HTTP client: its credentials, rotated or not, its
+//     pooled connection and its request bound.
 //   - Client limits as controller-runtime gives the host: a config that sets
 //     no QPS gets no client-side rate limit (client-go's default of 5
 //     requests/s would make a busy member's queue grow without bound); the
@@ -89,20 +85,7 @@ func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (c
 	bounded := &boundedTransport{next: next, timeout: DefaultRequestTimeout, gate: connGateFor(next, cfg.Host)}
 	httpClient.Transport = bounded
 
-	var handle *mapperShare
-	o := cluster.Options{
-		HTTPClient: &httpClient,
-		MapperProvider: func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
-			if hc.Transport != bounded {
-				// Another option's HTTP client: what it does that c
-				// does not say cannot be shared.
-				return newLazyMapper(c, hc)
-			}
-			m, err := sharedMappers.shareFor(c, creds, bounded.timeout)
-			handle = m
-			return m, err
-		},
-	}
+	o := cluster.Options{HTTPClient: &httpClient}
 	flags := applyOptions(&o, opts)
 	o.Cache = transformFirst(o.Cache, memberTransform(flags))
 	if flags.compression {
@@ -112,13 +95,7 @@ func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (c
 	}
 	cl, err := assemble(cfg, o)
 	if err != nil {
-		if handle != nil {
-			handle.release()
-		}
 		return nil, err
-	}
-	if handle != nil {
-		cl.release = handle.release
 	}
 	if creds != nil {
 		cl.current = &currentConfig{creds: creds}
@@ -219,9 +196,6 @@ type lightCluster struct {
 	events     *recorders
 	// current, if set, follows the credentials rotated in place.
 	current *currentConfig
-	// release gives the cluster's share of the shared mapper back when it
-	// stops, rather than when the garbage collector gets to it.
-	release func()
 }
 
 var _ cluster.Cluster = &lightCluster{}
@@ -260,14 +234,10 @@ func (c *lightCluster) GetEventRecorder(name string) recorder.EventRecorder {
 	return c.events.recorder(name)
 }
 
-// Start runs the cache until ctx is done, then stops the event broadcasters,
-// gives the cluster's share of the REST mapper back and closes the
-// connections of its own certificate transports, if any.
+// Start runs the cache until ctx is done, then stops the event broadcasters
+// and closes the connections of its own certificate transports, if any.
 func (c *lightCluster) Start(ctx context.Context) error {
 	defer closeConnections(c.httpClient.Transport)
-	if c.release != nil {
-		defer c.release()
-	}
 	defer c.events.stop()
 	return c.cache.Start(ctx)
 }

@@ -266,7 +266,7 @@ func BenchmarkNewClusterHeap(b *testing.B) {
 		return perCluster
 	}
 	plain := build(b, "cluster.New", func() (cluster.Cluster, error) {
-		return cluster.New(cfg, clusters.WithSharedRESTMapper)
+		return cluster.New(cfg)
 	})
 	light := build(b, "NewCluster", func() (cluster.Cluster, error) { return clusters.NewCluster(cfg) })
 	// As a fleet's members are: each with a token of its own, so each

@@ -36,38 +36,13 @@ func LoadedGroupVersions(m meta.RESTMapper) []schema.GroupVersion {
 	return out
 }
 
-// SharedMapperOf returns the shared mapper behind a cluster built by
-// NewCluster, that of the cluster's current credentials (nil if it cannot
-// be had).
-func SharedMapperOf(m meta.RESTMapper) meta.RESTMapper {
-	lm, err := m.(*mapperShare).state.mapper()
-	if err != nil {
-		return nil
-	}
-	return lm
-}
-
-// MapperSharesConnections reports whether the shared mapper of a cluster
-// built by NewCluster sends its requests through the pooled transport the
-// cluster's own requests go through (it has the same connection gate).
+// MapperSharesConnections reports whether the REST mapper of a cluster
+// built by NewCluster sends its requests through the cluster's own HTTP
+// transport (its credentials, request bound and connection gate).
 func MapperSharesConnections(cl cluster.Cluster) bool {
-	lm := SharedMapperOf(cl.GetRESTMapper()).(*lazyMapper)
+	lm := cl.GetRESTMapper().(*lazyMapper)
 	hc := lm.discovery.(*discovery.DiscoveryClient).RESTClient().(*rest.RESTClient).Client
-	theirs, ok := hc.Transport.(*boundedTransport)
-	mine := cl.(*lightCluster).httpClient.Transport.(*boundedTransport)
-	return ok && theirs.gate != nil && theirs.gate == mine.gate
-}
-
-// SharedMapperRefs returns how many clusters hold the shared mapper m.
-func SharedMapperRefs(m meta.RESTMapper) int {
-	sharedMappers.mu.Lock()
-	defer sharedMappers.mu.Unlock()
-	for _, e := range sharedMappers.entries {
-		if meta.RESTMapper(e.mapper) == m {
-			return e.refs
-		}
-	}
-	return 0
+	return hc.Transport == cl.(*lightCluster).httpClient.Transport
 }
 
 // EventsStarted reports whether a cluster built by NewCluster made its event

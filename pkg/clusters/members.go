@@ -155,9 +155,6 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 		w.creds.set(who)
 		if cl, running := m.pub.Lookup(name); running && rotatesWith(cl, w.creds) {
 			m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
-			if err := followCredentials(cl); err != nil {
-				m.log.Error(err, "The cluster's REST mapper did not follow its new credentials: its lookups fail until it does", "cluster", name)
-			}
 		} else {
 			// Nothing runs to rotate into: an attempt in flight or
 			// waiting out its backoff (refused credentials, an

@@ -2,6 +2,7 @@ package clusters
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"crypto/tls"
 	"encoding/base64"
 	"encoding/hex"
@@ -138,6 +139,18 @@ func endpointHash(where *rest.Config, who Credentials) (hash string, ok bool) {
 	}
 	h := hashParts(parts...)
 	return hex.EncodeToString(h[:]), true
+}
+
+// hashParts hashes parts, each prefixed with its length so that no two lists
+// of parts hash alike.
+func hashParts(parts ...string) [sha256.Size]byte {
+	h := sha256.New()
+	for _, p := range parts {
+		fmt.Fprintf(h, "%d:%s;", len(p), p)
+	}
+	var out [sha256.Size]byte
+	copy(out[:], h.Sum(nil))
+	return out
 }
 
 // credentials holds the credentials of one member for every cluster built
