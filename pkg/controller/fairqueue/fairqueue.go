@@ -128,6 +128,7 @@ type cluster[T comparable] struct {
 	entries    int // entries of the cluster queued
 	prev, next *cluster[T]
 	inRing     bool
+	paused     bool // its items are kept, not handed out (Queue.Pause)
 }
 
 // New returns a started queue. name labels its metrics (controller-runtime
@@ -383,6 +384,43 @@ func (q *Queue[T]) Done(item T) {
 	if readied {
 		q.readied(1)
 	} else if freed {
+		q.cond.Signal()
+	}
+}
+
+// Pause stops handing out the items of cluster until Resume: they are kept
+// and deduplicated as any queued item, added again while in processing as
+// any other, and none is handed out. It is how a controller holds the
+// requests of a paused cluster in one place, so that each is reconciled once
+// after the resume whatever the moment it was added. Items in processing
+// are not called back.
+func (q *Queue[T]) Pause(cluster string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c := q.clusterFor(cluster)
+	c.paused = true
+	if c.inRing {
+		q.unlink(c)
+	}
+}
+
+// Resume hands out the items of cluster again, in turn with the other
+// clusters; a cluster that was not paused is left as it is.
+func (q *Queue[T]) Resume(cluster string) {
+	q.mu.Lock()
+	c, ok := q.clusters[cluster]
+	if !ok || !c.paused {
+		q.mu.Unlock()
+		return
+	}
+	c.paused = false
+	n := c.ready.Len()
+	if n > 0 {
+		q.link(c)
+	}
+	q.dropIfIdle(c)
+	q.mu.Unlock()
+	for range n {
 		q.cond.Signal()
 	}
 }
