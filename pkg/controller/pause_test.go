@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -80,7 +81,8 @@ func pausable(t *testing.T, name string, rec *fleettest.Recorder) (mcmanager.Man
 	t.Helper()
 	f := fleettest.New(t, 1)
 	mgr := fleettest.NewManager(t, f.Config(0), nil)
-	ctrl, err := New(t.Name(), mgr, Options{Reconciler: rec})
+	// Named after the test, and again under -count.
+	ctrl, err := New(t.Name(), mgr, Options{Reconciler: rec, SkipNameValidation: ptr.To(true)})
 	if err != nil {
 		t.Fatal(err)
 	}
