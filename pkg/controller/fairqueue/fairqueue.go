@@ -426,8 +426,9 @@ func (q *Queue[T]) Resume(cluster string) {
 }
 
 // Len is the number of items ready to be handed out, including those that
-// wait for the same item's processing or for their cluster's cap; items
-// added with a delay count once the delay has passed.
+// wait for the same item's processing, for their cluster's cap or for their
+// paused cluster's Resume; items added with a delay count once the delay has
+// passed.
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
