@@ -181,7 +181,7 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 	waitMu   sync.Mutex
 	waiting  map[request]time.Time                             // requests for joining clusters, since when
 	parked   map[multicluster.ClusterName]*parking[request]    // those waiting now, by cluster
-	paused   map[multicluster.ClusterName]map[request]struct{} // requests held while their cluster is paused
+	paused   map[multicluster.ClusterName]map[request]struct{} // clusters paused now, and their requests if the queue cannot hold them (see holdPaused)
 	nWaiting atomic.Int32                                      // len(waiting), read without the lock on every reconcile
 	// joinChecks counts the looks at requests for joining clusters: one when
 	// such a request first comes, and one per wake-up (the cluster changed

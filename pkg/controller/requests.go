@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/pkg/controller/fairqueue"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -146,34 +147,74 @@ func (c *mcController[request]) wakeLocked(p *parking[request]) {
 	}
 }
 
-// holdPaused keeps req while its cluster is paused: requests are held,
-// deduplicated, not dropped and not reconciled; when the cluster changes
-// (resumed, or its state changed: changed is closed) each is queued again
-// once and looked at anew.
-func (c *mcController[request]) holdPaused(req request, changed <-chan struct{}) {
-	name := req.Cluster()
-	c.waitMu.Lock()
-	defer c.waitMu.Unlock()
-	held := c.paused[name]
-	if held == nil {
-		held = map[request]struct{}{}
-		c.paused[name] = held
-		go c.waitForResume(name, changed)
-	}
-	held[req] = struct{}{}
+// pausableQueue is a queue that holds the requests of a cluster itself: the
+// fair queue, whose lane of a paused cluster is not served.
+type pausableQueue interface {
+	Pause(cluster string)
+	Resume(cluster string)
 }
 
-func (c *mcController[request]) waitForResume(name multicluster.ClusterName, changed <-chan struct{}) {
+var _ pausableQueue = &fairqueue.Queue[string]{}
+
+// holdPaused keeps req while its cluster is paused: requests are held,
+// deduplicated, not dropped and not reconciled; when the cluster is resumed
+// (or removed) each is reconciled once. With the fair queue they are held in
+// one place, the cluster's lane of the queue, which is not served while the
+// cluster is paused and deduplicates as any queue: a request added before,
+// during or at the moment of the resume is reconciled once. With a queue
+// that cannot hold a cluster (PlainQueue, a NewQueue of one's own), they are
+// kept beside it and queued again on the resume: a request queued again at
+// that moment may then be reconciled twice.
+func (c *mcController[request]) holdPaused(req request, changed <-chan struct{}) {
+	name := req.Cluster()
+	c.mu.RLock()
+	q := c.queue
+	c.mu.RUnlock()
+	lanes, _ := q.(pausableQueue)
+	c.waitMu.Lock()
+	held, ok := c.paused[name]
+	if !ok {
+		if lanes != nil {
+			lanes.Pause(name)
+		} else {
+			held = map[request]struct{}{}
+		}
+		c.paused[name] = held
+		go c.waitForResume(name, changed, lanes)
+	}
+	if held != nil {
+		held[req] = struct{}{}
+	}
+	c.waitMu.Unlock()
+	if held == nil {
+		q.Add(req) // in processing now: queued in the paused lane once Done
+	}
+}
+
+// waitForResume waits until the cluster of name is no longer paused (resumed,
+// or removed: each change closes changed), then serves its requests again.
+func (c *mcController[request]) waitForResume(name multicluster.ClusterName, changed <-chan struct{}, lanes pausableQueue) {
 	c.mu.RLock()
 	q, stop := c.queue, c.ctx
 	c.mu.RUnlock()
-	select {
-	case <-changed:
-	case <-stop.Done():
+	for {
+		select {
+		case <-changed:
+		case <-stop.Done():
+			return // the queue shuts down with the controller
+		}
+		snap, _ := c.fleet.Snapshot(name)
+		if !snap.Paused {
+			break
+		}
+		changed = snap.Changed // another change while paused: still held
 	}
 	c.waitMu.Lock()
 	reqs := c.paused[name]
 	delete(c.paused, name)
+	if lanes != nil {
+		lanes.Resume(name)
+	}
 	c.waitMu.Unlock()
 	for req := range reqs {
 		q.Add(req)

@@ -72,19 +72,38 @@ var _ multicluster.Aware = &Tracker{}
 //	if err := mgr.Add(tr); err != nil { ... }
 //	// start mgr, then:
 //	fleettest.ExpectEngaged(t, tr, map[multicluster.ClusterName]int{"member-0": 0})
+//
+// It keeps only what is engaged now: an engagement that ended is forgotten,
+// so that a long test with clusters coming and going does not keep every
+// cluster it ever saw. Count answers for the names engaged now and for the
+// last 1,024 names that left.
 type Tracker struct {
-	mu      sync.Mutex
-	engaged map[multicluster.ClusterName]cluster.Cluster
-	ctxs    map[cluster.Cluster]context.Context // every engagement ever made
-	count   map[multicluster.ClusterName]int    // engagements by name
+	mu       sync.Mutex
+	engaged  map[multicluster.ClusterName]cluster.Cluster // the latest instance of each name, until it ends
+	ctxs     map[cluster.Cluster]context.Context          // the engagements that have not ended
+	count    map[multicluster.ClusterName]int             // engagements by name: engaged now, or among gone
+	gone     []goneName                                   // the names that left last, oldest first
+	lastLeft map[multicluster.ClusterName]uint64          // each of their last departures
+	seq      uint64                                       // departures seen
+}
+
+// keptGoneNames is the number of names that left whose counts a Tracker
+// keeps (see Tracker.Count).
+const keptGoneNames = 1024
+
+// goneName is a name that left, at the seq-th departure the tracker saw.
+type goneName struct {
+	name multicluster.ClusterName
+	seq  uint64
 }
 
 // NewTracker returns a Tracker that has seen nothing.
 func NewTracker() *Tracker {
 	return &Tracker{
-		engaged: map[multicluster.ClusterName]cluster.Cluster{},
-		ctxs:    map[cluster.Cluster]context.Context{},
-		count:   map[multicluster.ClusterName]int{},
+		engaged:  map[multicluster.ClusterName]cluster.Cluster{},
+		ctxs:     map[cluster.Cluster]context.Context{},
+		count:    map[multicluster.ClusterName]int{},
+		lastLeft: map[multicluster.ClusterName]uint64{},
 	}
 }
 
@@ -102,11 +121,36 @@ func (t *Tracker) Engage(ctx context.Context, name multicluster.ClusterName, cl 
 	context.AfterFunc(ctx, func() {
 		t.mu.Lock()
 		defer t.mu.Unlock()
+		if t.ctxs[cl] == ctx {
+			delete(t.ctxs, cl)
+		}
 		if t.engaged[name] == cl {
 			delete(t.engaged, name)
+			t.left(name)
 		}
 	})
 	return nil
+}
+
+// left keeps the count of name, which has no engagement now, among the last
+// keptGoneNames names that left, and forgets the oldest of those unless it
+// came back or left again since; under mu.
+func (t *Tracker) left(name multicluster.ClusterName) {
+	t.seq++
+	t.lastLeft[name] = t.seq
+	t.gone = append(t.gone, goneName{name, t.seq})
+	if len(t.gone) <= keptGoneNames {
+		return
+	}
+	old := t.gone[0]
+	t.gone = t.gone[1:]
+	if t.lastLeft[old.name] != old.seq {
+		return // it left again since: kept for that
+	}
+	delete(t.lastLeft, old.name)
+	if _, back := t.engaged[old.name]; !back {
+		delete(t.count, old.name)
+	}
 }
 
 // Engaged returns the clusters engaged now, by name: those whose engagement
@@ -116,11 +160,16 @@ func (t *Tracker) Engaged() map[multicluster.ClusterName]cluster.Cluster {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	out := maps.Clone(t.engaged)
-	maps.DeleteFunc(out, func(_ multicluster.ClusterName, cl cluster.Cluster) bool { return t.ctxs[cl].Err() != nil })
+	maps.DeleteFunc(out, func(_ multicluster.ClusterName, cl cluster.Cluster) bool {
+		ctx := t.ctxs[cl]
+		return ctx == nil || ctx.Err() != nil
+	})
 	return out
 }
 
-// Count returns how many times a cluster was engaged under name.
+// Count returns how many times a cluster was engaged under name: for a name
+// engaged now or among the last 1,024 names that left; a name that
+// left before those counts 0.
 func (t *Tracker) Count(name multicluster.ClusterName) int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -128,14 +177,16 @@ func (t *Tracker) Count(name multicluster.ClusterName) int {
 }
 
 // WaitDisengaged waits until the engagement of cl has ended: a provider that
-// replaces a cluster must let the old instance go.
+// replaces a cluster must let the old instance go. The tracker keeps no
+// record of an engagement that ended: for cl not engaged now, ended or never
+// engaged, it returns at once.
 func (t *Tracker) WaitDisengaged(tb testing.TB, cl cluster.Cluster) {
 	tb.Helper()
 	t.mu.Lock()
 	ctx := t.ctxs[cl]
 	t.mu.Unlock()
 	if ctx == nil {
-		tb.Fatal("fleettest: WaitDisengaged of a cluster that was never engaged")
+		return
 	}
 	Eventually(tb, DefaultTimeout, func() error {
 		if ctx.Err() == nil {

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -297,7 +298,7 @@ func (k *Kit[T]) pausedBy(log logr.Logger, obj T) bool {
 	case v == "true":
 		return true
 	}
-	err := fmt.Errorf("annotation %s is %q, neither \"true\" nor \"false\": the cluster is not paused", PausedAnnotation, v)
+	err := fmt.Errorf("annotation %s is %q, neither \"true\" nor \"false\": the cluster is not paused", PausedAnnotation, redact.Value(v))
 	if k.reportOnce(client.ObjectKeyFromObject(obj), "paused/"+obj.GetResourceVersion()) {
 		log.Error(err, "Ignoring an invalid annotation")
 		k.warn(k.ref(obj), ReasonInvalidPausedAnnotation, err)
@@ -374,8 +375,10 @@ func (k *Kit[T]) report(log logr.Logger, obj T, err error) (reconcile.Result, er
 	return reconcile.Result{}, nil
 }
 
+// warn records err as a Warning Event on ref, its note bounded: the API
+// server refuses a longer one.
 func (k *Kit[T]) warn(ref client.Object, reason string, err error) {
-	k.recorder.Eventf(ref, nil, corev1.EventTypeWarning, reason, "Engage", "%s", err.Error())
+	k.recorder.Eventf(ref, nil, corev1.EventTypeWarning, reason, "Engage", "%s", redact.Message(err.Error()))
 }
 
 // ClusterHealthCheck returns Options.HealthCheck, which the manager runs on

@@ -165,7 +165,7 @@ func (k *Kit[T]) ref(obj T) *metav1.PartialObjectMetadata {
 // what is logged and recorded, keeping a Problem's reason.
 func redactErr(err error, sensitive []byte) error {
 	if p, ok := err.(*Problem); ok {
-		return &Problem{Reason: p.Reason, Err: redact.Error(p.Err, sensitive), Terminal: p.Terminal}
+		return &Problem{Reason: p.Reason, Err: redact.Bounded(redact.Error(p.Err, sensitive)), Terminal: p.Terminal}
 	}
-	return redact.Error(err, sensitive)
+	return redact.Bounded(redact.Error(err, sensitive))
 }

@@ -47,7 +47,11 @@
 //
 // A file listed by path may be a symlink that the kubelet updates by swapping
 // its directory's ..data link (Secret and ConfigMap volumes): any change in a
-// listed file's directory makes the provider read it again.
+// listed file's directory makes the provider read it again. A directory may
+// be a symlink swapped to another target (a deployment's "current" link, or a
+// Secret volume's subdirectory, itself a link into ..data): the directory
+// holding each symlink on a listed path is watched as well, and the new
+// target is read and watched once the link is swapped.
 //
 // The provider is the inventory kit's listing mode (pkg/inventory) fed by its
 // watch: the files are listed again after each burst of events (and at once

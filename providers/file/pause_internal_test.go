@@ -13,7 +13,7 @@ import (
 func TestWithoutPause(t *testing.T) {
 	for value, want := range map[string]any{
 		`"true"`: true, `true`: true, `"false"`: false, `false`: false,
-		`"yes"`: `is "yes": want`, `{a: 1}`: `is {"a":1}: want`, `"` + strings.Repeat("x", 100) + `"`: `is "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx: want`,
+		`"yes"`: `is "yes": want`, `{a: 1}`: `is {"a":1}: want`, `"` + strings.Repeat("x", 100) + `"`: `is "` + strings.Repeat("x", 63) + `... (38 bytes more): want`,
 	} {
 		cfg, err := clientcmd.Load([]byte(`apiVersion: v1
 kind: Config

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -217,7 +218,8 @@ func (p *Provider) watch(ctx context.Context, changed func()) error {
 	defer func() { _ = watcher.Close() }()
 	// Watch first, then list: whatever changes after this point produces an
 	// event.
-	p.updateWatches(log, watcher)
+	watched := map[string]string{}
+	p.updateWatches(log, watcher, watched)
 	changed()
 
 	timer := time.NewTimer(p.opts.Debounce)
@@ -253,15 +255,21 @@ func (p *Provider) watch(ctx context.Context, changed func()) error {
 			schedule()
 		case <-timer.C:
 			burstStart = time.Time{}
-			p.updateWatches(log, watcher)
+			p.updateWatches(log, watcher, watched)
 			changed()
 		}
 	}
 }
 
 // updateWatches watches every configured directory and the directory of every
-// configured file, or their nearest existing ancestor while they do not exist.
-func (p *Provider) updateWatches(log logr.Logger, watcher *fsnotify.Watcher) {
+// configured file, or their nearest existing ancestor while they do not exist,
+// and the directory holding each symlink on their paths: a directory that is
+// a symlink swapped to another target (ln -s new tmp; mv -T tmp dir) changes
+// nothing in the directory watched, only in the one that holds the link. A
+// watch follows the link's target when it is added, so a directory whose
+// target changed is watched again. watched holds what each watched path
+// resolved to; only the watch goroutine touches it.
+func (p *Provider) updateWatches(log logr.Logger, watcher *fsnotify.Watcher, watched map[string]string) {
 	dirs := slices.Clone(p.opts.KubeconfigDirs)
 	for _, f := range p.opts.KubeconfigFiles {
 		dirs = append(dirs, filepath.Dir(f))
@@ -273,8 +281,16 @@ func (p *Provider) updateWatches(log logr.Logger, watcher *fsnotify.Watcher) {
 	for moved, round := true, 0; moved && round < 10; round++ {
 		moved = false
 		for _, dir := range dirs {
-			if near := nearestDir(dir); !want[near] {
+			for _, near := range append(linkHolders(dir), nearestDir(dir)) {
+				if want[near] {
+					continue
+				}
 				want[near], moved = true, true
+				target, _ := filepath.EvalSymlinks(near)
+				if old, ok := watched[near]; ok && old != target {
+					_ = watcher.Remove(near) // watching the link's old target
+				}
+				watched[near] = target
 				if err := watcher.Add(near); err != nil {
 					log.Error(err, "Failed to watch directory; changes in it are seen on the next event", "directory", near)
 				}
@@ -284,7 +300,24 @@ func (p *Provider) updateWatches(log logr.Logger, watcher *fsnotify.Watcher) {
 	for _, dir := range watcher.WatchList() {
 		if !want[dir] {
 			_ = watcher.Remove(dir)
+			delete(watched, dir)
 		}
+	}
+}
+
+// linkHolders returns the directory holding each symlink among dir and its
+// ancestors.
+func linkHolders(dir string) []string {
+	var out []string
+	for {
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return out
+		}
+		if st, err := os.Lstat(dir); err == nil && st.Mode()&fs.ModeSymlink != 0 {
+			out = append(out, nearestDir(parent))
+		}
+		dir = parent
 	}
 }
 

@@ -326,7 +326,7 @@ func withoutPause(kctx *clientcmdapi.Context) (*clientcmdapi.Context, bool, erro
 		paused = true
 	case `"false"`, "false":
 	default:
-		return nil, false, fmt.Errorf(`context extension %s is %.40s: want "true" or "false"`, PausedExtension, string(raw))
+		return nil, false, fmt.Errorf(`context extension %s is %s: want "true" or "false"`, PausedExtension, redact.Value(string(raw)))
 	}
 	c := *kctx
 	c.Extensions = maps.Clone(kctx.Extensions)

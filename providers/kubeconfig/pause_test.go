@@ -3,6 +3,7 @@ package kubeconfig_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -156,5 +157,38 @@ func TestInvalidPausedAnnotationIsReportedAndDoesNotPause(t *testing.T) {
 	}
 	if !contains(e.logs.String(), "Ignoring an invalid annotation") {
 		t.Error("the invalid annotation was not logged")
+	}
+}
+
+// An invalid value of the annotation as long as an annotation may be (200
+// KB) is quoted bounded: the log line stays short, and the Event's note is
+// one the API server accepts, so the Event is recorded.
+func TestHugeInvalidPausedAnnotationIsReportedBounded(t *testing.T) {
+	ctx := context.Background()
+	e := start(t)
+	secret := e.secret(t, "huge-pause", 1)
+	value := "yes" + strings.Repeat("s", 200<<10)
+	secret.Annotations = map[string]string{inventory.PausedAnnotation: value}
+	if err := e.host.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	events := e.waitForEvents(t, map[string]string{"huge-pause": inventory.ReasonInvalidPausedAnnotation})
+	for _, ev := range events {
+		if ev.Reason == inventory.ReasonInvalidPausedAnnotation && !strings.Contains(ev.Note, `"yesss`) {
+			t.Errorf("the Event does not quote the start of the value: %.200q", ev.Note)
+		}
+	}
+	var line string
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		for _, l := range strings.Split(e.logs.String(), "\n") {
+			if strings.Contains(l, "Ignoring an invalid annotation") && strings.Contains(l, "huge-pause") {
+				line = l
+				return nil
+			}
+		}
+		return fmt.Errorf("the invalid annotation was not logged")
+	})
+	if len(line) > 2048 {
+		t.Errorf("the log line of the invalid annotation is %d bytes, want at most 2048: %.300s", len(line), line)
 	}
 }

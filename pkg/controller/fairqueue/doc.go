@@ -24,6 +24,10 @@
 // is Done, so that a member whose reconciles are slow cannot take every
 // worker.
 //
+// A cluster's lane can be paused (Queue.Pause): its items are kept and
+// deduplicated, and none is handed out until Queue.Resume. Multi-cluster
+// controllers hold the requests of a paused cluster this way.
+//
 // The queue is generic over the request type; Options.ClusterOf names a
 // request's cluster. It implements workqueue.TypedRateLimitingInterface and
 // priorityqueue.PriorityQueue, so controller-runtime's controller uses it as

@@ -128,6 +128,7 @@ type cluster[T comparable] struct {
 	entries    int // entries of the cluster queued
 	prev, next *cluster[T]
 	inRing     bool
+	paused     bool // its items are kept, not handed out (Queue.Pause)
 }
 
 // New returns a started queue. name labels its metrics (controller-runtime
@@ -387,9 +388,47 @@ func (q *Queue[T]) Done(item T) {
 	}
 }
 
+// Pause stops handing out the items of cluster until Resume: they are kept
+// and deduplicated as any queued item, added again while in processing as
+// any other, and none is handed out. It is how a controller holds the
+// requests of a paused cluster in one place, so that each is reconciled once
+// after the resume whatever the moment it was added. Items in processing
+// are not called back.
+func (q *Queue[T]) Pause(cluster string) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	c := q.clusterFor(cluster)
+	c.paused = true
+	if c.inRing {
+		q.unlink(c)
+	}
+}
+
+// Resume hands out the items of cluster again, in turn with the other
+// clusters; a cluster that was not paused is left as it is.
+func (q *Queue[T]) Resume(cluster string) {
+	q.mu.Lock()
+	c, ok := q.clusters[cluster]
+	if !ok || !c.paused {
+		q.mu.Unlock()
+		return
+	}
+	c.paused = false
+	n := c.ready.Len()
+	if n > 0 {
+		q.link(c)
+	}
+	q.dropIfIdle(c)
+	q.mu.Unlock()
+	for range n {
+		q.cond.Signal()
+	}
+}
+
 // Len is the number of items ready to be handed out, including those that
-// wait for the same item's processing or for their cluster's cap; items
-// added with a delay count once the delay has passed.
+// wait for the same item's processing, for their cluster's cap or for their
+// paused cluster's Resume; items added with a delay count once the delay has
+// passed.
 func (q *Queue[T]) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()

@@ -648,3 +648,90 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&ms)
 	return int64(ms.HeapAlloc)
 }
+
+// A paused cluster's items are kept and deduplicated, whenever they were
+// added (before the pause, during it, again while one was in processing),
+// and none is handed out; the other clusters are served meanwhile. After
+// Resume each is handed out once, in turn with the others.
+func TestPausedClusterIsNotServedAndDedups(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	q.Add("p/busy")
+	busy := get(t, q)
+	q.Add("p/1") // queued before the pause
+	q.Pause("p")
+	q.Add("p/1") // and again during it: once
+	q.Add("p/2")
+	q.Add("p/2")
+	q.Add("p/busy") // added again while in processing: kept
+	q.Done(busy)
+	q.Add("q/1")
+	q.Add("q/2")
+	for _, want := range []req{"q/1", "q/2"} {
+		if got := get(t, q); got != want {
+			t.Fatalf("got %s while p is paused, want %s", got, want)
+		}
+		q.Done(want)
+	}
+	if n := q.Len(); n != 3 {
+		t.Fatalf("Len %d, want the 3 items of the paused cluster", n)
+	}
+	ch := make(chan req, 1)
+	go func() { r, _ := q.Get(); ch <- r }()
+	select {
+	case r := <-ch:
+		t.Fatalf("got %s of the paused cluster", r)
+	case <-time.After(50 * time.Millisecond):
+	}
+	q.Resume("p")
+	got := map[req]int{}
+	select {
+	case r := <-ch:
+		got[r]++
+		q.Done(r)
+	case <-time.After(time.Second):
+		t.Fatal("no item of p handed out after Resume")
+	}
+	for range 2 {
+		r := get(t, q)
+		got[r]++
+		q.Done(r)
+	}
+	if want := map[req]int{"p/1": 1, "p/2": 1, "p/busy": 1}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("handed out %v after Resume, want %v", got, want)
+	}
+	q.Resume("p") // not paused: nothing changes
+	if n := len(q.clusters); n != 0 {
+		t.Errorf("%d clusters kept by a drained queue", n)
+	}
+	noItem(t, q)
+}
+
+// Pausing a cluster with nothing queued keeps its lane until Resume, and
+// Resume forgets it again: churn of pauses leaves nothing behind.
+func TestPauseOfAnIdleClusterIsForgottenOnResume(t *testing.T) {
+	q := newQueue(t, Options[req]{})
+	for i := range 100 {
+		c := fmt.Sprint("c", i)
+		q.Pause(c)
+		q.Resume(c)
+	}
+	q.Pause("held")
+	q.Add("held/1")
+	q.Add("free/1")
+	if got := get(t, q); got != "free/1" {
+		t.Fatalf("got %s, want free/1", got)
+	}
+	q.Done("free/1")
+	q.Resume("held")
+	r := get(t, q)
+	q.Done(r)
+	if r != "held/1" {
+		t.Fatalf("got %s, want held/1", r)
+	}
+	q.mu.Lock()
+	n := len(q.clusters)
+	q.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d clusters kept after the pauses ended, want 0", n)
+	}
+}

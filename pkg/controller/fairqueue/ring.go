@@ -39,7 +39,7 @@ func (q *Queue[T]) clusterFor(name string) *cluster[T] {
 // dropIfIdle forgets a cluster that holds nothing, so that a fleet's churn
 // leaves nothing behind.
 func (q *Queue[T]) dropIfIdle(c *cluster[T]) {
-	if c.entries == 0 && c.inflight == 0 && !c.inRing {
+	if c.entries == 0 && c.inflight == 0 && !c.inRing && !c.paused {
 		delete(q.clusters, c.name)
 		q.clusters = compacted(q.clusters, &q.clusterPk)
 	}
@@ -80,7 +80,7 @@ func (q *Queue[T]) makeReady(e *entry[T], now int64) bool {
 	}
 	e.state, e.at = stateReady, now
 	e.c.ready.push(e)
-	if !e.c.inRing {
+	if !e.c.inRing && !e.c.paused {
 		q.link(e.c)
 	}
 	return true
