@@ -261,8 +261,9 @@ func (c *lightCluster) GetEventRecorder(name string) recorder.EventRecorder {
 }
 
 // Start runs the cache until ctx is done, then stops the event broadcasters,
-// gives the cluster's share of the REST mapper back and closes the
-// connections of its own certificate transports, if any.
+// gives the cluster's share of the REST mapper back and closes its
+// connections: every one of its own certificate transports, if any, and the
+// idle ones of the transports it shares (see closeConnections).
 func (c *lightCluster) Start(ctx context.Context) error {
 	defer closeConnections(c.httpClient.Transport)
 	if c.release != nil {
