@@ -3,6 +3,7 @@ package clusters_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -115,4 +116,49 @@ func TestStoppedClusterClosesItsConnectionsAfterACertificateRotation(t *testing.
 	m.Remove("member")
 	tracker.WaitDisengaged(t, cl)
 	noOpenConnections(t, proxy, "after the cluster stopped")
+}
+
+// Clusters that come and go on one member reuse one connection to it: the
+// check that its server answers before a build goes over the connections
+// of the cluster being built, not a transport of its own, whose connection
+// would stay open for client-go's idle timeout (90 s) after each check. A
+// cluster that stops closes its idle connections.
+func TestChurnKeepsTheConnectionsToAMemberBounded(t *testing.T) {
+	const member, names, rounds, bound = 0, 20, 5, 3
+	cfg, proxy := testbed.Proxied(t, fleet.Config(member))
+	tracker := fleettest.NewTracker()
+	var m clusters.Members
+	runEngine(t, mcfleet.Options{}, tracker, &m)
+
+	var want []multicluster.ClusterName
+	for i := range names {
+		want = append(want, fmt.Sprintf("member-%d", i))
+	}
+	most := 0
+	for round := range rounds {
+		for _, name := range want {
+			m.Set(name, "hash", cfg, nil)
+		}
+		engaged := expectEngaged(t, tracker, want...)
+		for _, cl := range engaged {
+			watchConfigMaps(t, cl)
+		}
+		most = max(most, proxy.Open())
+		for _, name := range want {
+			m.Remove(name)
+		}
+		for _, cl := range engaged {
+			tracker.WaitDisengaged(t, cl)
+		}
+		// A process's garbage collector runs between one publish and the
+		// next: a transport that nothing holds is gone from client-go's
+		// cache, and the next client of its configuration gets a new one.
+		runtime.GC()
+		most = max(most, proxy.Open())
+		t.Logf("round %d: %d connections open, at most %d so far (%d accepted)", round, proxy.Open(), most, proxy.Attempts())
+	}
+	if most > bound {
+		t.Errorf("%d rounds of %d clusters of one member opened up to %d connections at once, want at most %d", rounds, names, most, bound)
+	}
+	noOpenConnections(t, proxy, "after every cluster stopped")
 }
