@@ -277,8 +277,9 @@ func (c *lightCluster) Start(ctx context.Context) error {
 	return c.cache.Start(ctx)
 }
 
-// discard lets go of what a cluster that is never started holds, as Start
-// does when it returns.
+// discard lets go of what a cluster that will never start holds (one that
+// failed the check before its engagement, see probe): its share of the REST
+// mapper and its connections, as Start does when it returns.
 func (c *lightCluster) discard() {
 	if c.release != nil {
 		c.release()

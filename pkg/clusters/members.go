@@ -269,6 +269,7 @@ func (b build) build(ctx context.Context) (cluster.Cluster, error) {
 		return nil, fmt.Errorf("creating cluster: %w", err)
 	}
 	if err := probe(ctx, cl); err != nil {
+		cl.discard()
 		return nil, err
 	}
 	m.mu.Lock()
@@ -378,24 +379,16 @@ const probeTimeout = 10 * time.Second
 // connection the cluster then uses: a client of another configuration (one
 // that asks for compressed responses, say) would have a transport and a
 // connection of its own, open for client-go's idle timeout after each check.
-// A cluster that fails it lets its connections and its share of the REST
-// mapper go, as one that stops does.
 func probe(ctx context.Context, cl *lightCluster) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	cfg := cl.GetConfig()
-	err := func() error {
-		dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, cl.GetHTTPClient())
-		if err != nil {
-			return fmt.Errorf("creating discovery client: %w", err)
-		}
-		if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-			return fmt.Errorf("server %s did not answer: %w", redact.URL(cfg.Host), redact.Err(err))
-		}
-		return nil
-	}()
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, cl.GetHTTPClient())
 	if err != nil {
-		cl.discard()
+		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	return err
+	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
+		return fmt.Errorf("server %s did not answer: %w", redact.URL(cfg.Host), redact.Err(err))
+	}
+	return nil
 }
