@@ -12,7 +12,9 @@ import (
 )
 
 // Proxy forwards TCP connections to a target while it is up, and closes them
-// at once while it is down: a server that comes and goes.
+// at once while it is down: a server that comes and goes. It counts the
+// connections its clients hold open (Open): TLS passes through it untouched,
+// so each is one connection of a client's pool to the server behind.
 type Proxy struct {
 	target   string
 	listener net.Listener
@@ -21,7 +23,7 @@ type Proxy struct {
 	attempts atomic.Int32
 
 	mu    sync.Mutex
-	conns []net.Conn
+	conns map[net.Conn]bool // true: a client's (accepted), false: to the target
 	wg    sync.WaitGroup
 }
 
@@ -31,7 +33,7 @@ func NewProxy(t testing.TB, target string) *Proxy {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &Proxy{target: target, listener: l}
+	p := &Proxy{target: target, listener: l, conns: map[net.Conn]bool{}}
 	p.wg.Go(p.accept)
 	t.Cleanup(p.close)
 	return p
@@ -49,9 +51,9 @@ func (p *Proxy) Cut() {
 	p.up.Store(false)
 	p.mu.Lock()
 	conns := p.conns
-	p.conns = nil
+	p.conns = map[net.Conn]bool{}
 	p.mu.Unlock()
-	for _, c := range conns {
+	for c := range conns {
 		_ = c.Close()
 	}
 }
@@ -68,6 +70,31 @@ func (p *Proxy) Blackhole() {
 // Attempts counts the connections accepted so far.
 func (p *Proxy) Attempts() int { return int(p.attempts.Load()) }
 
+// Open counts the client connections forwarded (or held, black-holed) and
+// not yet closed by either side: the connections the proxy's clients keep
+// to the server behind it. A test of connection reuse puts one proxy in
+// front of a member (Proxied) and bounds Open, since a connection a client
+// stopped using stays open until its idle timeout (90 s in client-go) or
+// until the client closes it.
+func (p *Proxy) Open() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := 0
+	for _, client := range p.conns {
+		if client {
+			n++
+		}
+	}
+	return n
+}
+
+// forget drops c, closed, from the connections counted.
+func (p *Proxy) forget(c net.Conn) {
+	p.mu.Lock()
+	delete(p.conns, c)
+	p.mu.Unlock()
+}
+
 func (p *Proxy) accept() {
 	for {
 		c, err := p.listener.Accept()
@@ -81,7 +108,7 @@ func (p *Proxy) accept() {
 		}
 		if p.hole.Load() {
 			p.mu.Lock()
-			p.conns = append(p.conns, c) // held, never answered
+			p.conns[c] = true // held, never answered
 			p.mu.Unlock()
 			continue
 		}
@@ -91,17 +118,19 @@ func (p *Proxy) accept() {
 			continue
 		}
 		p.mu.Lock()
-		p.conns = append(p.conns, c, backend)
+		p.conns[c], p.conns[backend] = true, false
 		p.mu.Unlock()
-		p.wg.Go(func() { _, _ = io.Copy(backend, c); _ = backend.Close() })
-		p.wg.Go(func() { _, _ = io.Copy(c, backend); _ = c.Close() })
+		// Either side's close ends both copies: the client's end is
+		// forgotten once the server's end is closed too.
+		p.wg.Go(func() { _, _ = io.Copy(backend, c); _ = backend.Close(); p.forget(backend) })
+		p.wg.Go(func() { _, _ = io.Copy(c, backend); _ = c.Close(); p.forget(c) })
 	}
 }
 
 func (p *Proxy) close() {
 	_ = p.listener.Close()
 	p.mu.Lock()
-	for _, c := range p.conns {
+	for c := range p.conns {
 		_ = c.Close()
 	}
 	p.mu.Unlock()

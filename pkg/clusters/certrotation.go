@@ -125,24 +125,43 @@ func (c *certTransport) closeAll() {
 	c.retired = nil
 }
 
-// closeConnections closes every connection of the certificate transports
-// under rt (see certTransport.closeAll); a cluster without one keeps
-// client-go's shared transport as it is.
+// closeConnections closes the connections of a cluster that stopped, whose
+// transport is rt: every connection of its certificate transports, if any
+// (see certTransport.closeAll), and the idle connections of the transports
+// below, client-go's shared one among them (a connection that other clusters
+// of the same TLS configuration use is not idle). Each wrapper of ours on
+// the way is a utilnet.RoundTripperWrapper, so that the walk reaches them.
+//
+// The idle connections are closed twice: at once, and again after
+// streamsEnd. The watches of the cluster's informers were cancelled by its
+// context, and an HTTP/2 stream cancelled that way is let go by the
+// connection's own goroutines a moment after its informer returned; the
+// connection it was on is not idle until then, and would stay open for
+// client-go's idle timeout (90 s).
 func closeConnections(rt http.RoundTripper) {
-	for rt != nil {
-		if t, ok := rt.(*credentialsTransport); ok {
+	for next := rt; next != nil; {
+		if t, ok := next.(*credentialsTransport); ok {
 			if t.certs != nil {
 				t.certs.closeAll()
 			}
-			return
+			break
 		}
-		w, ok := rt.(utilnet.RoundTripperWrapper)
+		w, ok := next.(utilnet.RoundTripperWrapper)
 		if !ok {
-			return
+			break
 		}
-		rt = w.WrappedRoundTripper()
+		next = w.WrappedRoundTripper()
 	}
+	if rt == nil {
+		return
+	}
+	utilnet.CloseIdleConnectionsFor(rt)
+	time.AfterFunc(streamsEnd, func() { utilnet.CloseIdleConnectionsFor(rt) })
 }
+
+// streamsEnd bounds how long the cancelled streams of a stopped cluster take
+// to end (see closeConnections): microseconds on an idle machine.
+const streamsEnd = time.Second
 
 // closeIdle closes the idle connections of the current certificate's
 // transport.

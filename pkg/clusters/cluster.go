@@ -60,12 +60,16 @@ import (
 //     annotation missing from the request; Patch and server-side apply do
 //     not.
 func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
-	return newCluster(cfg, nil, opts...)
+	cl, err := newCluster(cfg, nil, opts...)
+	if err != nil {
+		return nil, err
+	}
+	return cl, nil
 }
 
 // newCluster is NewCluster; creds, if not nil, holds the cluster's
 // credentials, which every request reads (see Members).
-func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (cluster.Cluster, error) {
+func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (*lightCluster, error) {
 	cfg = rest.CopyConfig(cfg)
 	if cfg.QPS == 0 {
 		cfg.QPS = -1
@@ -235,11 +239,23 @@ func (c *lightCluster) GetEventRecorder(name string) recorder.EventRecorder {
 }
 
 // Start runs the cache until ctx is done, then stops the event broadcasters
-// and closes the connections of its own certificate transports, if any.
+// and closes its connections: every one of its own certificate transports,
+// if any, and the idle ones of the transports it shares (see
+// closeConnections).
 func (c *lightCluster) Start(ctx context.Context) error {
 	defer closeConnections(c.httpClient.Transport)
 	defer c.events.stop()
 	return c.cache.Start(ctx)
+}
+
+// discard lets go of what a cluster that will never start holds (one that
+// failed the check before its engagement, see probe): its share of the REST
+// mapper and its connections, as Start does when it returns.
+func (c *lightCluster) discard() {
+	if c.release != nil {
+		c.release()
+	}
+	closeConnections(c.httpClient.Transport)
 }
 
 // failingReader answers every read with the error that kept the reader from

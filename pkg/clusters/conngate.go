@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 )
@@ -41,10 +43,19 @@ type connGateKey struct {
 	host      string
 }
 
-// connGates are the gates of the process, one per shared transport and
-// host: as many as client-go's transport cache holds transports, times their
-// hosts.
-var connGates sync.Map // connGateKey -> *connGate
+// connGates find the gate of a shared transport and host, for as long as a
+// cluster holds it: a cluster's bounded transport holds its gate, the table
+// only a weak pointer to it, and the entry goes once the gate is collected
+// (see forgetGate). The transport in the key is then let go too, and with it
+// the TLS configuration and client key client-go's cache would have
+// collected: the table holds what the clusters that run now use, not what
+// every cluster ever built used. The next cluster of a transport whose gate
+// went gets a new one, which its first request opens at once if the
+// transport still has a connection.
+var connGates = struct {
+	sync.Mutex
+	m map[connGateKey]weak.Pointer[connGate]
+}{m: map[connGateKey]weak.Pointer[connGate]{}}
 
 // connGateFor returns the gate of the pooled transport under rt, for host;
 // nil if rt does not end in an *http.Transport (nothing to share) or host
@@ -67,8 +78,33 @@ func connGateFor(rt http.RoundTripper, host string) *connGate {
 	if err != nil || u.Host == "" {
 		return nil
 	}
-	g, _ := connGates.LoadOrStore(connGateKey{rt, u.Host}, &connGate{ready: make(chan struct{})})
-	return g.(*connGate)
+	key := connGateKey{rt, u.Host}
+	connGates.Lock()
+	defer connGates.Unlock()
+	if g := connGates.m[key].Value(); g != nil {
+		return g
+	}
+	g := &connGate{ready: make(chan struct{})}
+	wp := weak.Make(g)
+	connGates.m[key] = wp
+	runtime.AddCleanup(g, forgetGate, gateEntry{key, wp})
+	return g
+}
+
+// gateEntry is what forgetGate needs of a collected gate's entry.
+type gateEntry struct {
+	key  connGateKey
+	gate weak.Pointer[connGate]
+}
+
+// forgetGate deletes the entry of a gate that was collected, unless a new
+// gate took its place in the meantime.
+func forgetGate(e gateEntry) {
+	connGates.Lock()
+	defer connGates.Unlock()
+	if connGates.m[e.key] == e.gate {
+		delete(connGates.m, e.key)
+	}
 }
 
 // enter lets the first request through, and holds the others until it has

@@ -259,7 +259,6 @@ func runGateSchedule(seed uint64) error {
 			_ = c.Close()
 		}
 		g.mu.Unlock()
-		connGates.Delete(connGateKey{g.tr, g.host})
 		entered := false
 		for _, r := range requests {
 			entered = entered || clusters[r.cluster].transport == i

@@ -2,19 +2,33 @@ package clusters_test
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
+	"fmt"
+	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 )
 
 // http2Server is a TLS server speaking HTTP/2 that counts the connections
@@ -183,4 +197,83 @@ func TestRequestsHeldAtTheGateKeepTheirBound(t *testing.T) {
 		t.Fatal("the first connection ended: the Get was not held behind it")
 	default:
 	}
+}
+
+// caBundle returns ca followed by a CA certificate of its own: a config
+// with it trusts the same server with a TLS configuration no other shares,
+// as a fleet's members each with their CA have.
+func caBundle(t *testing.T, ca []byte) []byte {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: testbed.Name("extra-ca")},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(append(slices.Clip(ca), '\n'), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})...)
+}
+
+// The connection gates of clusters that are gone go with them, and so do
+// their transports, TLS configurations and client keys: a fleet whose
+// members, each with a CA of its own, come and go holds the gates of the
+// clusters that run, not of every cluster it ever built.
+func TestConnectionGatesGoWithTheirClusters(t *testing.T) {
+	const n = 20
+	// A closed HTTP/2 connection's health-check timer holds its transport
+	// until it fires, client-go's ReadIdleTimeout (30 s) after the last
+	// read: a second here, so that the test waits for what it checks.
+	t.Setenv("HTTP2_READ_IDLE_TIMEOUT_SECONDS", "1")
+	runtime.GC() // the gates of earlier tests' clusters go
+	before := clusters.ConnGates()
+	var transports []weak.Pointer[http.Transport]
+	var built []cluster.Cluster
+	for range n {
+		cfg := fleet.Config(0)
+		cfg.CAData = caBundle(t, cfg.CAData)
+		cl, err := clusters.NewCluster(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pooled := clusters.PooledTransportOf(cl)
+		if pooled == nil {
+			t.Fatal("a cluster with a CA of its own has no pooled transport")
+		}
+		transports = append(transports, weak.Make(pooled))
+		built = append(built, cl)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- cl.Start(ctx) }()
+		if err := cl.GetAPIReader().List(ctx, &corev1.NamespaceList{}); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, cl := range built {
+		if !clusters.HasConnGate(cl) {
+			t.Fatalf("cluster %d, held, has no connection gate of the process", i)
+		}
+	}
+	built = nil
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		runtime.GC()
+		if got := clusters.ConnGates(); got > before {
+			return fmt.Errorf("%d connection gates held after %d clusters with a CA each were built and let go, %d before", got, n, before)
+		}
+		for i, tr := range transports {
+			if tr.Value() != nil {
+				return fmt.Errorf("the transport of cluster %d is still held after it was let go", i)
+			}
+		}
+		return nil
+	})
 }

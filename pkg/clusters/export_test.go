@@ -1,10 +1,12 @@
 package clusters
 
 import (
+	"net/http"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -77,3 +79,33 @@ func ExpiryWarningOf(m *Members, name string) (time.Time, bool) {
 
 // UnsignedJWT returns an unsigned JWT whose payload is claims (JSON).
 func UnsignedJWT(claims string) string { return jwt(claims) }
+
+// ConnGates counts the connection gates the process holds, those whose
+// entry has not gone with its gate yet included.
+func ConnGates() int {
+	connGates.Lock()
+	defer connGates.Unlock()
+	return len(connGates.m)
+}
+
+// PooledTransportOf returns the *http.Transport under the HTTP client of a
+// cluster built by NewCluster, nil if there is none.
+func PooledTransportOf(cl cluster.Cluster) *http.Transport {
+	rt := cl.GetHTTPClient().Transport
+	for {
+		w, ok := rt.(utilnet.RoundTripperWrapper)
+		if !ok {
+			break
+		}
+		rt = w.WrappedRoundTripper()
+	}
+	t, _ := rt.(*http.Transport)
+	return t
+}
+
+// HasConnGate reports whether a cluster built by NewCluster holds the
+// process's connection gate of its transport and host.
+func HasConnGate(cl cluster.Cluster) bool {
+	t := cl.(*lightCluster).httpClient.Transport.(*boundedTransport)
+	return t.gate != nil && t.gate == connGateFor(t.next, cl.GetConfig().Host)
+}

@@ -261,13 +261,13 @@ func (b build) build(ctx context.Context) (cluster.Cluster, error) {
 		}
 		where, opts = adjusted, append(opts, more...)
 	}
-	cfg := withCredentials(where, b.creds.cur.Load().who)
-	if err := probe(ctx, cfg); err != nil {
-		return nil, err
-	}
-	cl, err := newCluster(cfg, b.creds, opts...)
+	cl, err := newCluster(withCredentials(where, b.creds.cur.Load().who), b.creds, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster: %w", err)
+	}
+	if err := probe(ctx, cl); err != nil {
+		cl.discard()
+		return nil, err
 	}
 	m.mu.Lock()
 	indexes := slices.Clone(m.indexes)
@@ -365,23 +365,27 @@ func (m *Members) IndexField(ctx context.Context, obj client.Object, field strin
 	return errors.Join(errs...)
 }
 
-// probeTimeout bounds the reachability check made before a cluster is built.
+// probeTimeout bounds the reachability check made before a cluster is
+// engaged.
 const probeTimeout = 10 * time.Second
 
-// probe checks that the server answers and accepts the credentials: without
-// it, a cluster whose server is down would engage (its cache has nothing to
-// sync yet) and only fail later, in every controller.
-func probe(ctx context.Context, cfg *rest.Config) error {
+// probe checks that the server of cl, built and not started, answers and
+// accepts the credentials: without it, a cluster whose server is down would
+// engage (its cache has nothing to sync yet) and only fail later, in every
+// controller. The check goes through cl's own HTTP client, so over the
+// connection the cluster then uses: a client of another configuration (one
+// that asks for compressed responses, say) would have a transport and a
+// connection of its own, open for client-go's idle timeout after each check.
+func probe(ctx context.Context, cl *lightCluster) error {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	c := rest.CopyConfig(cfg)
-	c.Timeout = probeTimeout
-	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	cfg := cl.GetConfig()
+	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, cl.GetHTTPClient())
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
 	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-		return fmt.Errorf("server %s did not answer: %w", redact.URL(c.Host), redact.Err(err))
+		return fmt.Errorf("server %s did not answer: %w", redact.URL(cfg.Host), redact.Err(err))
 	}
 	return nil
 }

@@ -258,15 +258,15 @@ func (t *credentialsTransport) RoundTrip(req *http.Request) (*http.Response, err
 	return next.RoundTrip(r)
 }
 
-// CloseIdleConnections passes on to the transport below (http.Client calls
-// it through every wrapper that has it).
+// CloseIdleConnections passes on to the transports below, the current
+// certificate's and client-go's (http.Client calls it through every wrapper
+// that has it); client-go's is under a wrapper of its cache, which has no
+// CloseIdleConnections of its own: utilnet walks through it.
 func (t *credentialsTransport) CloseIdleConnections() {
 	if t.certs != nil {
 		t.certs.closeIdle()
 	}
-	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
-		c.CloseIdleConnections()
-	}
+	utilnet.CloseIdleConnectionsFor(t.next)
 }
 
 // rotatesWith reports whether cl is a cluster whose requests read creds: a

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/transport"
 	"k8s.io/client-go/util/flowcontrol"
@@ -88,7 +89,19 @@ type boundedTransport struct {
 	gate    *connGate // nil: not a shared pooled transport
 }
 
-var _ http.RoundTripper = &boundedTransport{}
+var (
+	_ http.RoundTripper           = &boundedTransport{}
+	_ utilnet.RoundTripperWrapper = &boundedTransport{}
+)
+
+// WrappedRoundTripper lets a walk of the cluster's transports (the close of
+// its own connections when it stops, utilnet.CloseIdleConnectionsFor) reach
+// what is below.
+func (t *boundedTransport) WrappedRoundTripper() http.RoundTripper { return t.next }
+
+// CloseIdleConnections passes on to the transports below: http.Client's
+// CloseIdleConnections calls it (the engine's, once a cluster stopped).
+func (t *boundedTransport) CloseIdleConnections() { utilnet.CloseIdleConnectionsFor(t.next) }
 
 func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	// Throttled before the bound starts, as client-go does: a client held
