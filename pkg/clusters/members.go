@@ -113,8 +113,11 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 // rotated token, new basic credentials, a new client certificate — is
 // applied to the running cluster in place: its next requests carry the new
 // credentials, its caches and watches keep running, nothing is listed again
-// and no object is reconciled again because of it. Set then logs the rotation
-// and reports changed false. With no cluster running on these credentials
+// and no object is reconciled again because of it. The new credentials are
+// tried first (one request, see trial.go): the member rejecting them, the
+// cluster keeps its working ones and report hears of the refusal once (a
+// *RefusedCredentialsError). Set reports changed false, and the rotation
+// or its refusal is logged. With no cluster running on these credentials
 // (an attempt refused with the old ones waits out its backoff, the server was
 // unreachable), Set publishes a new hash instead: the engine starts a new
 // attempt with the new credentials at once.
@@ -155,17 +158,17 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	expiry := w.expiry
 	rotated := known && w.creds != nil && w.key == key
 	if rotated {
-		w.creds.set(who)
 		if cl, running := m.pub.Lookup(name); running && rotatesWith(cl, w.creds) {
-			m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
-			if err := followCredentials(cl); err != nil {
-				m.log.Error(err, "The cluster's REST mapper did not follow its new credentials: its lookups fail until it does", "cluster", name)
-			}
+			// Tried before they replace the working ones (trial.go).
+			w.trial = &credentialTrial{who: who, report: report}
+			m.tryLocked(name, cl.(*lightCluster), w.trial)
 		} else {
 			// Nothing runs to rotate into: an attempt in flight or
 			// waiting out its backoff (refused credentials, an
 			// unreachable server) would try the new credentials only
 			// at its next turn. A new hash starts one now.
+			w.creds.set(who)
+			w.trial = nil
 			w.published = fmt.Sprintf("%s@%d", key, w.creds.cur.Load().gen)
 			m.log.Info("New credentials for a cluster that is not running: a new attempt starts with them now", "cluster", name)
 			rotated = false
@@ -187,11 +190,8 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 
 // memberLocked is the fleet member of w.
 func (m *Members) memberLocked(name multicluster.ClusterName, w wanted, report func(error)) fleet.Member {
-	member := fleet.Member{Name: name, Hash: w.published, Report: report, Build: w.build, Paused: w.paused}
-	if m.Refresh != nil {
-		member.Refresh = func() { m.Refresh(name) }
-	}
-	return member
+	return fleet.Member{Name: name, Hash: w.published, Report: report, Build: w.build, Paused: w.paused,
+		Refresh: func() { m.refresh(name) }}
 }
 
 // source returns the source object last given for name, for its build.
@@ -249,6 +249,9 @@ type wanted struct {
 	build func(context.Context) (cluster.Cluster, error)
 	// prebuilt is the pre-built cluster of SetCluster; nil for one built.
 	prebuilt *indexed
+	// trial: new credentials tried on the running cluster, or refused by
+	// it; nil for none.
+	trial *credentialTrial
 	// expiry warns of the expiry of the bearer token; nil for none.
 	expiry *expiryWatch
 	// source and paused: see SetSource and SetPaused.
