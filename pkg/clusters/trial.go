@@ -3,13 +3,14 @@ package clusters
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/connrotation"
 	"k8s.io/klog/v2"
@@ -53,9 +54,11 @@ func (e *RefusedCredentialsError) Error() string {
 
 func (e *RefusedCredentialsError) Unwrap() error { return e.Err }
 
-// rejected reports whether err is the server's rejection of the
-// credentials, as the engine's probes read one.
-func rejected(err error) bool { return apierrors.IsUnauthorized(err) || apierrors.IsForbidden(err) }
+// errRejected is the server's rejection of a trial's credentials: a 401
+// or 403, as the engine's probes read one.
+var errRejected = errors.New("rejected")
+
+func rejected(err error) bool { return errors.Is(err, errRejected) }
 
 // credentialTrial is new credentials of a running cluster, tried before they
 // replace its working ones. Guarded by the members' lock.
@@ -113,17 +116,35 @@ func tryCredentials(ctx context.Context, cl *lightCluster, who Credentials) erro
 		tr = &trial{creds: creds, state: credentialStateOf(who, 0)}
 		ctx = context.WithValue(ctx, trialKey{}, tr)
 	}
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, hc)
+	// A plain request: a REST client built for one request would cost
+	// more than the request (a fleet's tokens rotate all at once).
+	u, _, err := rest.DefaultServerUrlFor(cfg)
 	if err != nil {
-		return fmt.Errorf("creating the client of the trial: %w", err)
+		return fmt.Errorf("the server's URL: %w", err)
 	}
-	err = dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error()
-	if tr != nil && !tr.reached.Load() && err == nil {
+	u.Path, u.RawQuery = "/version", ""
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return fmt.Errorf("the trial request: %w", err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+		return fmt.Errorf("%w: the server answered %s", errRejected, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return fmt.Errorf("the server answered %s", resp.Status)
+	case tr != nil && !tr.reached.Load():
 		// An HTTP client of the cluster's options, which sets
 		// credentials of its own: the answer says nothing of who's.
 		return fmt.Errorf("the cluster's HTTP client does not carry rotated credentials")
 	}
-	return err
+	return nil
 }
 
 // tryLocked tries t's credentials on cl, the cluster name runs. The caller
