@@ -267,8 +267,10 @@ type build struct {
 	where *rest.Config
 	creds *credentials
 	// last is the cluster built last, guarded by m.mu: the one the
-	// indexes go to until the next build or the end of the member's life.
-	last *indexed
+	// indexes go to until the next build or the end of the member's life
+	// (forgetLast, which forgets it then).
+	last       *indexed
+	forgetLast func() bool
 }
 
 // build applies the settings hook, probes the server, builds the cluster
@@ -299,10 +301,12 @@ func (b *build) build(ctx context.Context) (cluster.Cluster, error) {
 	}
 	m.mu.Lock()
 	delete(m.indexed, b.last)
+	if b.forgetLast != nil {
+		b.forgetLast() // a member rebuilt many times holds its last cluster only
+	}
 	x, n := m.trackLocked(b.name, cl)
-	b.last = x
+	b.last, b.forgetLast = x, context.AfterFunc(ctx, func() { m.untrack(x) })
 	m.mu.Unlock()
-	context.AfterFunc(ctx, func() { m.untrack(x) })
 	if err := m.catchUp(ctx, x, n, -1); err != nil {
 		m.untrack(x)
 		return nil, err

@@ -56,15 +56,8 @@ func readLive(t *testing.T, cl cluster.Cluster) error {
 // is never disconnected nor built again), the refusal is reported once, and
 // a valid token given next is rotated in in place.
 func TestRejectedTokenKeepsTheWorkingOne(t *testing.T) {
-	tk := newTokens(t, 0)
-	tracker := fleettest.NewTracker()
-	var m clusters.Members
-	runEngine(t, probedOptions, tracker, &m)
-	var r refusals
-
-	good, _ := tk.config(t)
-	m.Set("member", "good", good, r.report)
-	cl := waitEngagedWith(t, tracker, good.BearerToken)
+	rt := startRefusalTest(t)
+	tk, tracker, m, r, good, cl := rt.tk, rt.tracker, &rt.m, &rt.r, rt.good, rt.cl
 	count := tracker.Count("member")
 
 	bad := rest.CopyConfig(good)
@@ -118,15 +111,8 @@ func TestRejectedTokenKeepsTheWorkingOne(t *testing.T) {
 // member rejects has no credentials that work: it is disconnected, as any
 // cluster whose requests all fail, after the refusal was reported once.
 func TestRejectedTokenAndRevokedOneDisconnect(t *testing.T) {
-	tk := newTokens(t, 0)
-	tracker := fleettest.NewTracker()
-	var m clusters.Members
-	runEngine(t, probedOptions, tracker, &m)
-	var r refusals
-
-	good, holder := tk.config(t)
-	m.Set("member", "good", good, r.report)
-	waitEngagedWith(t, tracker, good.BearerToken)
+	rt := startRefusalTest(t)
+	tk, tracker, m, r, good, holder := rt.tk, rt.tracker, &rt.m, &rt.r, rt.good, rt.holder
 	bad := rest.CopyConfig(good)
 	bad.BearerToken = "not-a-token-of-this-member"
 	m.Set("member", "bad", bad, r.report)
@@ -146,6 +132,26 @@ func TestRejectedTokenAndRevokedOneDisconnect(t *testing.T) {
 	if n := r.count(); n != 1 {
 		t.Errorf("the refused rotation was reported %d times, want once", n)
 	}
+}
+
+// refusalTest is a member engaged through Members with a working token.
+type refusalTest struct {
+	tk      *tokens
+	tracker *fleettest.Tracker
+	m       clusters.Members
+	r       refusals
+	good    *rest.Config // the working token's config
+	holder  string       // the Secret the working token is bound to
+	cl      cluster.Cluster
+}
+
+func startRefusalTest(t *testing.T) *refusalTest {
+	rt := &refusalTest{tk: newTokens(t, 0), tracker: fleettest.NewTracker()}
+	runEngine(t, probedOptions, rt.tracker, &rt.m)
+	rt.good, rt.holder = rt.tk.config(t)
+	rt.m.Set("member", "good", rt.good, rt.r.report)
+	rt.cl = waitEngagedWith(t, rt.tracker, rt.good.BearerToken)
+	return rt
 }
 
 // waitEngagedWith waits until the member is engaged with token, and returns

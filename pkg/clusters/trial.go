@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path"
 	"sync/atomic"
 	"time"
 
@@ -122,7 +123,7 @@ func tryCredentials(ctx context.Context, cl *lightCluster, who Credentials) erro
 	if err != nil {
 		return fmt.Errorf("the server's URL: %w", err)
 	}
-	u.Path, u.RawQuery = "/version", ""
+	u.Path, u.RawQuery = path.Join("/", u.Path, "version"), "" // behind the server's path prefix, if any
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
 	if err != nil {
 		return fmt.Errorf("the trial request: %w", err)
