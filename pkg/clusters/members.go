@@ -329,8 +329,8 @@ func (m *Members) Remove(name multicluster.ClusterName) bool {
 	return ok
 }
 
-// Wait waits for the engine Members runs itself, if any. Cancel the
-// provider's run first.
+// Wait waits for the engine Members runs itself, if any, and for its
+// trials of new credentials. Cancel the provider's run first.
 func (m *Members) Wait() { m.wg.Wait() }
 
 // View is the read side of a Members, for providers to embed: it answers

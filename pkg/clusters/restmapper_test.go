@@ -125,14 +125,17 @@ func TestSharedMapperSendsEachClustersOwnCredentials(t *testing.T) {
 	if tracker.Engaged()["a"] != a {
 		t.Fatal("the rotation replaced the cluster")
 	}
-	// a's share follows its credentials; the mapper of the first token is
-	// b's alone.
-	if clusters.SharedMapperOf(a.GetRESTMapper()) == shared1 {
-		t.Error("after the rotation, a still shares the mapper of its old token")
-	}
-	if n := clusters.SharedMapperRefs(shared1); n != 1 {
-		t.Errorf("the mapper of the first token is held by %d clusters after a moved away, want 1 (b)", n)
-	}
+	// a's share follows its credentials once they are rotated in (after
+	// their trial); the mapper of the first token is b's alone.
+	fleettest.Eventually(t, 20*time.Second, func() error {
+		if clusters.SharedMapperOf(a.GetRESTMapper()) == shared1 {
+			return fmt.Errorf("after the rotation, a still shares the mapper of its old token")
+		}
+		if n := clusters.SharedMapperRefs(shared1); n != 1 {
+			return fmt.Errorf("the mapper of the first token is held by %d clusters after a moved away, want 1 (b)", n)
+		}
+		return nil
+	})
 	if !clusters.MapperSharesConnections(a) {
 		t.Error("the mapper of the rotated token does not use the cluster's connections")
 	}
@@ -149,9 +152,12 @@ func TestSharedMapperSendsEachClustersOwnCredentials(t *testing.T) {
 	if _, changed := m.Set("a", "token-3", cfg3, nil); changed {
 		t.Fatal("a new token for a running member was not rotated in place")
 	}
-	if n := clusters.SharedMapperRefs(shared2); n != 0 {
-		t.Errorf("the mapper of the second token is held by %d clusters after a moved away, want none", n)
-	}
+	fleettest.Eventually(t, 20*time.Second, func() error {
+		if n := clusters.SharedMapperRefs(shared2); n != 0 {
+			return fmt.Errorf("the mapper of the second token is held by %d clusters after a moved away, want none", n)
+		}
+		return nil
+	})
 	tk.invalidate(t, holder1)
 	refused(t, cfg1)
 	installCRD(t, admin, group, "Gizmo")
