@@ -249,12 +249,9 @@ func (c *lightCluster) Start(ctx context.Context) error {
 }
 
 // discard lets go of what a cluster that will never start holds (one that
-// failed the check before its engagement, see probe): its share of the REST
-// mapper and its connections, as Start does when it returns.
+// failed the check before its engagement, see probe): its connections, as
+// Start does when it returns.
 func (c *lightCluster) discard() {
-	if c.release != nil {
-		c.release()
-	}
 	closeConnections(c.httpClient.Transport)
 }
 

@@ -45,6 +45,8 @@ type Members struct {
 	log     logr.Logger
 	hashes  map[multicluster.ClusterName]wanted
 	indexes []index
+	// indexed: the clusters the indexes are applied to (see indexed.go).
+	indexed map[*indexed]struct{}
 	wg      sync.WaitGroup
 }
 
@@ -77,6 +79,7 @@ func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.
 			m.pub.RemoveMember(name)
 		}
 		m.hashes = map[multicluster.ClusterName]wanted{}
+		m.indexed = nil
 	})
 }
 
@@ -110,8 +113,11 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 // rotated token, new basic credentials, a new client certificate — is
 // applied to the running cluster in place: its next requests carry the new
 // credentials, its caches and watches keep running, nothing is listed again
-// and no object is reconciled again because of it. Set then logs the rotation
-// and reports changed false. With no cluster running on these credentials
+// and no object is reconciled again because of it. The new credentials are
+// tried first (one request, see trial.go): the member rejecting them, the
+// cluster keeps its working ones and report hears of the refusal once (a
+// *RefusedCredentialsError). Set reports changed false, and the rotation
+// or its refusal is logged. With no cluster running on these credentials
 // (an attempt refused with the old ones waits out its backoff, the server was
 // unreachable), Set publishes a new hash instead: the engine starts a new
 // attempt with the new credentials at once.
@@ -152,14 +158,17 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	expiry := w.expiry
 	rotated := known && w.creds != nil && w.key == key
 	if rotated {
-		w.creds.set(who)
 		if cl, running := m.pub.Lookup(name); running && rotatesWith(cl, w.creds) {
-			m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials", "cluster", name)
+			// Tried before they replace the working ones (trial.go).
+			w.trial = &credentialTrial{who: who, report: report}
+			m.tryLocked(name, cl.(*lightCluster), w.trial)
 		} else {
 			// Nothing runs to rotate into: an attempt in flight or
 			// waiting out its backoff (refused credentials, an
 			// unreachable server) would try the new credentials only
 			// at its next turn. A new hash starts one now.
+			w.creds.set(who)
+			w.trial = nil
 			w.published = fmt.Sprintf("%s@%d", key, w.creds.cur.Load().gen)
 			m.log.Info("New credentials for a cluster that is not running: a new attempt starts with them now", "cluster", name)
 			rotated = false
@@ -167,8 +176,9 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	} else {
 		// A certificate that does not parse is left to client-go,
 		// whose error the build reports.
+		delete(m.indexed, w.prebuilt)
 		w = wanted{key: key, published: key, creds: newCredentials(who, who.hasCert() && strings.HasPrefix(key, "endpoint:"))}
-		w.build = build{m, name, where, w.creds}.build
+		w.build = (&build{m: m, name: name, where: where, creds: w.creds}).build
 	}
 	w.hash, w.source, w.paused = hash, o.source, o.paused
 	w.expiry = m.watchExpiry(name, who.BearerToken, report, expiry)
@@ -180,11 +190,8 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 
 // memberLocked is the fleet member of w.
 func (m *Members) memberLocked(name multicluster.ClusterName, w wanted, report func(error)) fleet.Member {
-	member := fleet.Member{Name: name, Hash: w.published, Report: report, Build: w.build, Paused: w.paused}
-	if m.Refresh != nil {
-		member.Refresh = func() { m.Refresh(name) }
-	}
-	return member
+	return fleet.Member{Name: name, Hash: w.published, Report: report, Build: w.build, Paused: w.paused,
+		Refresh: func() { m.refresh(name) }}
 }
 
 // source returns the source object last given for name, for its build.
@@ -197,22 +204,34 @@ func (m *Members) source(name multicluster.ClusterName) client.Object {
 // SetCluster wants name to run the pre-built cluster cl: the engine starts it
 // unless the application already did, and never rebuilds it. Every index
 // registered is applied to a cluster new to the members, once, before the
-// engine starts it.
+// engine starts it; one registered later reaches it whenever it comes.
 func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, report func(error)) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	hash := fmt.Sprintf("%p", cl)
 	if m.ctx == nil || m.ctx.Err() != nil {
+		m.mu.Unlock()
 		return
 	}
-	if w, known := m.hashes[name]; known && w.hash == hash {
+	w, known := m.hashes[name]
+	if known && w.hash == hash {
+		m.mu.Unlock()
 		return
 	}
-	m.hashes[name] = wanted{hash: hash, key: hash, published: hash}
-	for _, idx := range m.indexes {
-		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
-			m.log.Error(err, "Failed to index cluster", "cluster", name)
-		}
+	delete(m.indexed, w.prebuilt)
+	x, n := m.trackLocked(name, cl)
+	m.hashes[name] = wanted{hash: hash, key: hash, published: hash, prebuilt: x}
+	ctx := m.ctx
+	m.mu.Unlock()
+	// Outside the lock: a cluster the application started already gets
+	// its indexes through running informers.
+	err := m.catchUp(ctx, x, n, -1)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.hashes[name].prebuilt != x {
+		return // removed or replaced meanwhile: what was decided last stands
+	}
+	if err != nil {
+		m.log.Error(err, "Failed to index cluster", "cluster", name)
 	}
 	m.pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
 }
@@ -228,6 +247,11 @@ type wanted struct {
 	// a pre-built cluster, as is build.
 	creds *credentials
 	build func(context.Context) (cluster.Cluster, error)
+	// prebuilt is the pre-built cluster of SetCluster; nil for one built.
+	prebuilt *indexed
+	// trial: new credentials tried on the running cluster, or refused by
+	// it; nil for none.
+	trial *credentialTrial
 	// expiry warns of the expiry of the bearer token; nil for none.
 	expiry *expiryWatch
 	// source and paused: see SetSource and SetPaused.
@@ -242,12 +266,18 @@ type build struct {
 	name  multicluster.ClusterName
 	where *rest.Config
 	creds *credentials
+	// last is the cluster built last, guarded by m.mu: the one the
+	// indexes go to until the next build or the end of the member's life
+	// (forgetLast, which forgets it then).
+	last       *indexed
+	forgetLast func() bool
 }
 
 // build applies the settings hook, probes the server, builds the cluster
 // and applies every index registered so far, before the engine starts its
-// cache.
-func (b build) build(ctx context.Context) (cluster.Cluster, error) {
+// cache; one registered later reaches it while it starts or runs. ctx is
+// the member's life: the engine lets go of its clusters when it ends.
+func (b *build) build(ctx context.Context) (cluster.Cluster, error) {
 	m, where := b.m, b.where
 	// The manager's options (see ContextWithOptions) come first: the
 	// provider's own are more specific, and the hook's, for this cluster
@@ -270,12 +300,16 @@ func (b build) build(ctx context.Context) (cluster.Cluster, error) {
 		return nil, err
 	}
 	m.mu.Lock()
-	indexes := slices.Clone(m.indexes)
+	delete(m.indexed, b.last)
+	if b.forgetLast != nil {
+		b.forgetLast() // a member rebuilt many times holds its last cluster only
+	}
+	x, n := m.trackLocked(b.name, cl)
+	b.last, b.forgetLast = x, context.AfterFunc(ctx, func() { m.untrack(x) })
 	m.mu.Unlock()
-	for _, idx := range indexes {
-		if err := cl.GetFieldIndexer().IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
-			return nil, fmt.Errorf("indexing %T by %q: %w", idx.obj, idx.field, err)
-		}
+	if err := m.catchUp(ctx, x, n, -1); err != nil {
+		m.untrack(x)
+		return nil, err
 	}
 	return cl, nil
 }
@@ -287,6 +321,7 @@ func (m *Members) Remove(name multicluster.ClusterName) bool {
 	defer m.mu.Unlock()
 	w, ok := m.hashes[name]
 	w.expiry.stop()
+	delete(m.indexed, w.prebuilt)
 	delete(m.hashes, name)
 	if ok {
 		m.pub.RemoveMember(name)
@@ -294,8 +329,8 @@ func (m *Members) Remove(name multicluster.ClusterName) bool {
 	return ok
 }
 
-// Wait waits for the engine Members runs itself, if any. Cancel the
-// provider's run first.
+// Wait waits for the engine Members runs itself, if any, and for its
+// trials of new credentials. Cancel the provider's run first.
 func (m *Members) Wait() { m.wg.Wait() }
 
 // View is the read side of a Members, for providers to embed: it answers
@@ -346,21 +381,30 @@ func (m *Members) ClusterNames() []multicluster.ClusterName {
 	return out
 }
 
-// IndexField registers an index on every engaged cluster and every cluster
-// built later, before its cache starts.
+// IndexField registers an index on every cluster of the members: built
+// or handed over later, before its cache starts; running or starting now
+// (engaged or not yet), through its informer's AddIndexers. It returns the
+// errors of the engaged clusters that could not take it, each naming its
+// cluster; that of a cluster not engaged (starting, or stopped and waiting
+// for its next attempt, which gets every index) is logged.
 func (m *Members) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
 	m.mu.Lock()
 	m.indexes = append(m.indexes, index{obj: obj, field: field, extract: extract})
+	at := len(m.indexes) - 1
+	targets, pub, log := m.trackedLocked(), m.pub, m.log
 	m.mu.Unlock()
 	var errs []error
-	for _, name := range m.ClusterNames() {
-		cl, err := m.Get(ctx, name)
-		if err != nil {
+	for _, x := range targets {
+		err := m.catchUp(ctx, x, at+1, at)
+		if err == nil {
 			continue
 		}
-		if err := cl.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
-			errs = append(errs, multicluster.WithCluster(name, fmt.Errorf("indexing %T by %q: %w", obj, field, err)))
+		err = multicluster.WithCluster(x.name, err)
+		if cl, engaged := pub.Lookup(x.name); engaged && cl == x.cl {
+			errs = append(errs, err)
+			continue
 		}
+		log.Info("A cluster that is not engaged could not take an index: if it is engaged, its lists by this field fail", "cluster", x.name, "error", err.Error())
 	}
 	return errors.Join(errs...)
 }

@@ -249,12 +249,13 @@ func (t *credentialsTransport) RoundTrip(req *http.Request) (*http.Response, err
 		}
 		next = rt
 	}
-	if s.auth == "" || req.Header.Get("Authorization") == s.auth {
+	auth := t.trialAuth(req.Context(), s)
+	if auth == "" || req.Header.Get("Authorization") == auth {
 		return next.RoundTrip(req)
 	}
 	// A round tripper must not change the caller's request.
 	r := req.Clone(req.Context())
-	r.Header.Set("Authorization", s.auth)
+	r.Header.Set("Authorization", auth)
 	return next.RoundTrip(r)
 }
 

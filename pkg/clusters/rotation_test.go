@@ -18,6 +18,7 @@ import (
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // tokens mints ServiceAccount tokens of one member, each bound to a Secret
@@ -62,12 +63,15 @@ func (tk *tokens) invalidate(t *testing.T, holder string) {
 	}
 }
 
-// runEngine runs a fleet engine with opts, engaging tracker, and Members
-// publishing to it, until the test ends.
-func runEngine(t *testing.T, opts mcfleet.Options, tracker *fleettest.Tracker, m *clusters.Members) {
+// runEngine runs a fleet engine with opts, engaging tracker and more, and
+// Members publishing to it, until the test ends.
+func runEngine(t *testing.T, opts mcfleet.Options, tracker *fleettest.Tracker, m *clusters.Members, more ...multicluster.Aware) {
 	t.Helper()
 	engine := mcfleet.New(opts)
 	engine.Subscribe(tracker)
+	for _, a := range more {
+		engine.Subscribe(a)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {

@@ -335,6 +335,13 @@ func (k *Kit[T]) publish(log logr.Logger, ref, source client.Object, d Desired) 
 			}
 			return
 		}
+		if refused := (*clusters.RefusedCredentialsError)(nil); errors.As(err, &refused) {
+			// Logged by Members, with the cluster and the source.
+			if ref != nil {
+				k.warn(ref, ReasonCredentialsRefused, err)
+			}
+			return
+		}
 		if ref == nil {
 			return // a listed inventory has no object to tell
 		} else if err != nil {

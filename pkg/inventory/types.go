@@ -27,6 +27,10 @@ const (
 	// and the source object has not given another (see
 	// clusters.ExpiringCredentialsError).
 	ReasonCredentialsExpiring = "ClusterCredentialsExpiring"
+	// ReasonCredentialsRefused: the member rejects the new credentials of
+	// the source object, and its cluster keeps running with the previous
+	// ones (see clusters.RefusedCredentialsError).
+	ReasonCredentialsRefused = "ClusterCredentialsRefused"
 )
 
 // PausedAnnotation, set to "true" on an inventory object (a kubeconfig

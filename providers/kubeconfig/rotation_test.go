@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +21,7 @@ import (
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
+	"github.com/mcruntime/multicluster-runtime/pkg/inventory"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/providers/kubeconfig"
 )
@@ -190,4 +192,96 @@ func TestTokenRotationKeepsTheCluster(t *testing.T) {
 		},
 		func(cluster.Cluster) {},
 		func(cluster.Cluster) { member.invalidate(t, "token-1", kc1) })
+}
+
+// A Secret edited to a token the member rejects keeps its running cluster
+// on its working token: the same instance stays engaged and reads, one
+// Warning Event on the Secret and one log line name the cluster and the
+// Secret (never the token), and a valid token given next is rotated in in
+// place.
+func TestRejectedTokenInTheSecretIsRefusedOnce(t *testing.T) {
+	member := newRotationMember(t, 1)
+	kc1, kc3 := member.token(t, "token-1"), member.token(t, "token-3")
+	bad := "not-a-token-of-this-member"
+	full := fleet.Config(1)
+	kc2, err := fleettest.KubeconfigFor(&rest.Config{Host: full.Host, BearerToken: bad,
+		TLSClientConfig: rest.TLSClientConfig{CAData: full.CAData}}, "member-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := start(t)
+	ctx := context.Background()
+	secret := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "refused", Labels: map[string]string{kubeconfig.DefaultKubeconfigSecretLabel: "true"}},
+		Data:       map[string][]byte{kubeconfig.DefaultKubeconfigSecretKey: kc1},
+	}
+	if err := e.host.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	var cl cluster.Cluster
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		cl, err = e.mgr.GetCluster(ctx, "refused")
+		return err
+	})
+	read := func() error {
+		var cms corev1.ConfigMapList
+		return cl.GetAPIReader().List(ctx, &cms, client.InNamespace(member.ns))
+	}
+
+	secret.Data[kubeconfig.DefaultKubeconfigSecretKey] = kc2
+	if err := e.host.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	events := e.waitForEvents(t, map[string]string{"refused": inventory.ReasonCredentialsRefused})
+	refusals := 0
+	for _, ev := range events {
+		if ev.Reason != inventory.ReasonCredentialsRefused {
+			continue
+		}
+		refusals++
+		if !strings.Contains(ev.Note, `cluster "refused"`) || strings.Contains(ev.Note, bad) {
+			t.Errorf("the Event does not name the cluster, or holds the token: %q", ev.Note)
+		}
+	}
+	if refusals != 1 {
+		t.Errorf("%d Events of the refusal, want one", refusals)
+	}
+	if err := read(); err != nil {
+		t.Fatalf("a read after the refused rotation failed: %v", err)
+	}
+	if now, err := e.mgr.GetCluster(ctx, "refused"); err != nil || now != cl {
+		t.Fatalf("after the refused rotation GetCluster = %v, %v; want the running cluster", now, err)
+	}
+	var lines []string
+	for _, line := range strings.Split(e.logs.String(), "\n") {
+		if strings.Contains(line, "Refused a rotation") {
+			lines = append(lines, line)
+		}
+	}
+	if len(lines) != 1 || !strings.Contains(lines[0], "refused") || !strings.Contains(lines[0], e.ns) {
+		t.Errorf("want one log line of the refusal that names the cluster and the Secret, have %q", lines)
+	}
+	if strings.Contains(e.logs.String(), bad) {
+		t.Error("the log holds the rejected token")
+	}
+
+	secret.Data[kubeconfig.DefaultKubeconfigSecretKey] = kc3
+	if err := e.host.Update(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		if cl.GetConfig().BearerToken != tokenOf(t, kc3) {
+			return fmt.Errorf("the cluster does not use token 3 yet")
+		}
+		return nil
+	})
+	if now, err := e.mgr.GetCluster(ctx, "refused"); err != nil || now != cl {
+		t.Errorf("after a valid token GetCluster = %v, %v; want the running cluster rotated in place", now, err)
+	}
+	if err := read(); err != nil {
+		t.Fatalf("a read with token 3 failed: %v", err)
+	}
+	if n := e.tracker.Count("refused"); n != 1 {
+		t.Errorf("the cluster was engaged %d times, want once", n)
+	}
 }
