@@ -197,14 +197,22 @@ func (m *Members) source(name multicluster.ClusterName) client.Object {
 	return m.hashes[name].source
 }
 
-// SetCluster wants name to run the pre-built cluster cl: the engine starts it
-// unless the application already did, and never rebuilds it. Every index
-// registered is applied to a cluster new to the members, once, before the
-// engine starts it.
+// SetCluster wants name to run the pre-built cluster cl: see SetMember.
 func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, report func(error)) {
+	m.SetMember(fleet.Member{Name: name, Hash: fmt.Sprintf("%p", cl), Cluster: cl, Report: report})
+}
+
+// SetMember wants member as the provider made it: a Build of its own,
+// which the engine calls for every start of the cluster, as it builds any
+// member, or a pre-built Cluster, which the engine starts unless the
+// application already did and never stops while the member is wanted (see
+// fleet.Member). Publishing the same name and Hash again changes nothing.
+// Every index registered is applied before the engine starts a cluster: to
+// a pre-built one new to the members once, to each one a Build builds.
+func (m *Members) SetMember(member fleet.Member) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	hash := fmt.Sprintf("%p", cl)
+	name, hash := member.Name, member.Hash
 	if m.ctx == nil || m.ctx.Err() != nil {
 		return
 	}
@@ -212,12 +220,43 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 		return
 	}
 	m.hashes[name] = wanted{hash: hash, key: hash, published: hash}
-	for _, idx := range m.indexes {
-		if err := cl.GetFieldIndexer().IndexField(m.ctx, idx.obj, idx.field, idx.extract); err != nil {
+	if cl := member.Cluster; cl != nil {
+		if err := m.applyIndexes(m.ctx, m.indexes, cl); err != nil {
 			m.log.Error(err, "Failed to index cluster", "cluster", name)
 		}
 	}
-	m.pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
+	if build := member.Build; build != nil {
+		member.Build = func(ctx context.Context) (cluster.Cluster, error) {
+			cl, err := build(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return m.indexed(ctx, cl)
+		}
+	}
+	m.pub.SetMember(member)
+}
+
+// indexed applies every index registered so far to cl, whose cache has
+// not started.
+func (m *Members) indexed(ctx context.Context, cl cluster.Cluster) (cluster.Cluster, error) {
+	m.mu.Lock()
+	indexes := slices.Clone(m.indexes)
+	m.mu.Unlock()
+	if err := m.applyIndexes(ctx, indexes, cl); err != nil {
+		return nil, err
+	}
+	return cl, nil
+}
+
+// applyIndexes applies indexes to cl, whose cache has not started.
+func (m *Members) applyIndexes(ctx context.Context, indexes []index, cl cluster.Cluster) error {
+	for _, idx := range indexes {
+		if err := cl.GetFieldIndexer().IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
+			return fmt.Errorf("indexing %T by %q: %w", idx.obj, idx.field, err)
+		}
+	}
+	return nil
 }
 
 // wanted is what the provider last published for a name.
@@ -272,15 +311,7 @@ func (b build) build(ctx context.Context) (cluster.Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating cluster: %w", err)
 	}
-	m.mu.Lock()
-	indexes := slices.Clone(m.indexes)
-	m.mu.Unlock()
-	for _, idx := range indexes {
-		if err := cl.GetFieldIndexer().IndexField(ctx, idx.obj, idx.field, idx.extract); err != nil {
-			return nil, fmt.Errorf("indexing %T by %q: %w", idx.obj, idx.field, err)
-		}
-	}
-	return cl, nil
+	return m.indexed(ctx, cl)
 }
 
 // Remove disengages name and abandons any attempt in flight. It reports

@@ -250,10 +250,9 @@ func (e *Engine) leaveLocked(rec *record) step {
 	stop := rec.runs
 	f := rec.fence
 	for _, in := range stop {
-		endLife(in.member)
-	}
-	if rec.member != nil {
-		endLife(rec.member)
+		if in.member != rec.member {
+			endLife(in.member) // replaced or removed; the member still wanted lives on
+		}
 	}
 	rec.cur, rec.engaging, rec.runs, rec.fence = nil, nil, nil, nil
 	rec.failures.Store(0)
