@@ -23,6 +23,7 @@ type Fences struct {
 	owns    map[string]bool // absent: owned
 	changed chan struct{}
 	held    map[string]*context.CancelCauseFunc
+	block   chan struct{} // non-nil: Acquire waits until it is closed
 }
 
 // NewFences returns fences that own every name.
@@ -54,9 +55,33 @@ func (f *Fences) SetOwns(name string, owns bool) {
 	f.changed = make(chan struct{})
 }
 
-// Acquire takes name's fence, or fails if it is held.
-func (f *Fences) Acquire(_ context.Context, name string) (context.Context, func(), error) {
+// Block makes Acquire wait, as a fence still held by a peer makes it, until
+// unblock is called (or its ctx ends).
+func (f *Fences) Block() (unblock func()) {
+	block := make(chan struct{})
 	f.mu.Lock()
+	f.block = block
+	f.mu.Unlock()
+	return sync.OnceFunc(func() {
+		f.mu.Lock()
+		f.block = nil
+		f.mu.Unlock()
+		close(block)
+	})
+}
+
+// Acquire takes name's fence, or fails if it is held.
+func (f *Fences) Acquire(ctx context.Context, name string) (context.Context, func(), error) {
+	f.mu.Lock()
+	if block := f.block; block != nil {
+		f.mu.Unlock()
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		}
+		f.mu.Lock()
+	}
 	defer f.mu.Unlock()
 	if _, ok := f.held[name]; ok {
 		return nil, nil, fmt.Errorf("cluster %q: fence already held by this replica", name)

@@ -208,16 +208,18 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 // application already did and never stops while the member is wanted (see
 // fleet.Member). Publishing the same name and Hash again changes nothing.
 // Every index registered is applied before the engine starts a cluster: to
-// a pre-built one new to the members once, to each one a Build builds.
-func (m *Members) SetMember(member fleet.Member) {
+// a pre-built one new to the members once, to each one a Build builds. It
+// reports whether member was published: not before Start or after the
+// provider's run, nor with the hash published already.
+func (m *Members) SetMember(member fleet.Member) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	name, hash := member.Name, member.Hash
 	if m.ctx == nil || m.ctx.Err() != nil {
-		return
+		return false
 	}
 	if w, known := m.hashes[name]; known && w.hash == hash {
-		return
+		return false
 	}
 	m.hashes[name] = wanted{hash: hash, key: hash, published: hash}
 	if cl := member.Cluster; cl != nil {
@@ -235,6 +237,7 @@ func (m *Members) SetMember(member fleet.Member) {
 		}
 	}
 	m.pub.SetMember(member)
+	return true
 }
 
 // indexed applies every index registered so far to cl, whose cache has

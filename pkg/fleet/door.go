@@ -146,16 +146,15 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 			e.setMemberLocked(rec, nil, "provider-stopped")
 		}
 	})
-	if (rec.cur != nil && rec.cur.member == m && rec.state == StateEngaged) || !e.mayRunLocked(rec, m) {
+	done := make(chan error, 1)
+	if !e.awaitLocked(rec, m, done) {
 		e.mu.Unlock()
 		return nil
 	}
-	w := &waiter{m: m, done: make(chan error, 1)}
-	rec.waiters = append(rec.waiters, w)
 	e.mu.Unlock()
 
 	select {
-	case err := <-w.done:
+	case err := <-done:
 		if err != nil {
 			// All or nothing: the provider hears of the refusal; the cluster leaves.
 			e.mu.Lock()
@@ -167,6 +166,41 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		return err
 	case <-ctx.Done():
 		return multicluster.WithCluster(name, fmt.Errorf("engagement context ended while engaging: %w", ctx.Err()))
+	}
+}
+
+// awaitLocked has done answered with m's outcome on this replica (see
+// Member.Outcome), and reports whether it waits: it does not if m is engaged
+// or this replica does not run it now, which is the outcome, nil.
+func (e *Engine) awaitLocked(rec *record, m *Member, done chan<- error) bool {
+	if (rec.cur != nil && rec.cur.member == m && rec.state == StateEngaged) || !e.mayRunLocked(rec, m) {
+		return false
+	}
+	rec.waiters = append(rec.waiters, &waiter{m: m, done: done})
+	return true
+}
+
+// outcomeLocked has outcome, if set, answered with m's (see Member.Outcome).
+func (e *Engine) outcomeLocked(rec *record, m *Member, outcome chan<- error) {
+	if outcome != nil && !e.awaitLocked(rec, m, outcome) {
+		answer(outcome, nil)
+	}
+}
+
+// ignore logs a member SetMember refuses, and answers its Outcome.
+func (e *Engine) ignore(m Member, why error) {
+	e.log.Error(why, "Ignoring member", "cluster", m.Name)
+	if m.Outcome != nil {
+		answer(m.Outcome, multicluster.WithCluster(m.Name, fmt.Errorf("ignored: %w", why)))
+	}
+}
+
+// answer sends err on done unless done is full: the engine never blocks on
+// a waiter.
+func answer(done chan<- error, err error) {
+	select {
+	case done <- err:
+	default:
 	}
 }
 

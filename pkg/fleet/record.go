@@ -119,10 +119,11 @@ type fence struct {
 	release func()
 }
 
-// waiter is an Engage call waiting for its member's engagement.
+// waiter is an Engage call, or a publication with an Outcome, waiting for
+// its member's engagement.
 type waiter struct {
 	m    *Member
-	done chan error // buffered: the engine never blocks on a waiter
+	done chan<- error // answered once; the engine never blocks on it
 }
 
 // notifyLocked answers the Engage calls waiting for m (every one if m is nil).
@@ -130,7 +131,7 @@ func (rec *record) notifyLocked(m *Member, err error) {
 	kept := rec.waiters[:0]
 	for _, w := range rec.waiters {
 		if m == nil || w.m == m {
-			w.done <- err
+			answer(w.done, err)
 		} else {
 			kept = append(kept, w)
 		}

@@ -164,7 +164,7 @@ func doneLocked(rec *record, ctx context.Context, cancel context.CancelFunc) {
 // wait in StateWanted.
 func (e *Engine) SetMember(m Member) {
 	if (m.Build == nil) == (m.Cluster == nil) {
-		e.log.Error(errors.New("exactly one of Build and Cluster must be set"), "Ignoring member", "cluster", m.Name)
+		e.ignore(m, errors.New("exactly one of Build and Cluster must be set"))
 		return
 	}
 	m.adopted = false
@@ -173,7 +173,7 @@ func (e *Engine) SetMember(m Member) {
 	rec := e.records.getOrAdd(m.Name)
 	if old := rec.member; old != nil && old.adopted {
 		if old.owner == nil || old.owner.Err() == nil {
-			e.log.Error(errors.New("the name is engaged by a provider through Engage; a name has one source"), "Ignoring member", "cluster", m.Name)
+			e.ignore(m, errors.New("the name is engaged by a provider through Engage; a name has one source"))
 			return
 		}
 		// Its provider let go of it already (the removal is on its way): the
@@ -183,12 +183,14 @@ func (e *Engine) SetMember(m Member) {
 		old.Report, old.Refresh, old.Paused = m.Report, m.Refresh, m.Paused
 		_, byName := e.paused[rec.name]
 		rec.setPaused(byName || m.Paused, e.log)
+		e.outcomeLocked(rec, old, m.Outcome)
 		return
 	}
 	if m.Cluster != nil {
 		m.Build = prebuilt(m.Cluster)
 	}
 	e.setMemberLocked(rec, &m, "published by its provider")
+	e.outcomeLocked(rec, &m, m.Outcome)
 }
 
 // setMemberLocked makes m what rec's provider wants; nil removes it: it is

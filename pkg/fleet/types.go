@@ -65,6 +65,15 @@ type Member struct {
 	// set it from their source (an annotation, say). Publishing the same
 	// Hash with another Paused changes the pause only.
 	Paused bool
+	// Outcome, if set, hears once what became of this publication on this
+	// replica: nil once the member is engaged with every subscriber, or at
+	// once while this replica does not run it (the engine has not started,
+	// or sharding assigns it elsewhere: it is engaged when it may, or where
+	// it runs); else the error of its first failed attempt, or why it was
+	// replaced or removed first. The engine never blocks on it: give it
+	// room for one. Publishing the same Hash again hears of the member
+	// already published.
+	Outcome chan<- error
 	// Refresh, if set, is called when the cluster rejects its credentials (401
 	// or 403 from a probe): the provider re-reads its source and publishes the
 	// member again if its content changed.

@@ -15,7 +15,7 @@ import (
 )
 
 // shardedProvider runs a clusters provider on a fleet engine whose fences
-// the test decides, with a tracker subscribed; both stop when the test ends.
+// the test decides, with a tracker subscribed, until the test ends.
 func shardedProvider(t *testing.T) (*clusters.Provider, *mcfleet.Engine, *testbed.Fences) {
 	t.Helper()
 	fences := testbed.NewFences()
@@ -28,6 +28,10 @@ func shardedProvider(t *testing.T) (*clusters.Provider, *mcfleet.Engine, *testbe
 	go func() { _ = e.Start(ctx); stopped <- struct{}{} }()
 	go func() { _ = p.Start(ctx, e); stopped <- struct{}{} }()
 	t.Cleanup(func() { cancel(); <-stopped; <-stopped })
+	// Both run: before, Add keeps the cluster for the provider's start, and
+	// the engine answers at once.
+	<-p.Listed()
+	fleettest.Eventually(t, 0, func() error { return e.Ready(nil) })
 	return p, e, fences
 }
 
@@ -44,6 +48,38 @@ func TestAddedClusterEngagedAgainAfterHandOffAndFenceLoss(t *testing.T) {
 	}
 	testbed.LeaveAndComeBack(t, e, fences, name, func(name multicluster.ClusterName) error {
 		_, err := p.Get(context.Background(), name)
+		return err
+	})
+}
+
+// Issue 40, defect 2: Add of a cluster another replica owns returns at once,
+// as Engage and Clusters[T].Add do, and the cluster stays added: it is
+// engaged when this replica comes to own it. Add used to wait for a first
+// report the engine never makes for a cluster it does not run, until its
+// ctx ended, and ending the ctx removed the cluster.
+func TestAddOfAClusterOwnedElsewhereReturnsAtOnce(t *testing.T) {
+	p, e, fences := shardedProvider(t)
+	const name = "elsewhere"
+	fences.SetOwns(name, false)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	added := make(chan error, 1)
+	go func() { added <- p.Add(ctx, name, testbed.NewCluster(t, fleet.Config(1))) }()
+	select {
+	case err := <-added:
+		if err != nil {
+			t.Fatalf("Add of a cluster owned elsewhere: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Add of a cluster owned elsewhere did not return within 10s")
+	}
+	if state, _ := e.State(name); state != mcfleet.StateWanted {
+		t.Fatalf("the cluster is %s after Add, want wanted (owned elsewhere)", state)
+	}
+
+	fences.SetOwns(name, true)
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		_, err := p.Get(ctx, name)
 		return err
 	})
 }
