@@ -7,6 +7,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,10 +85,12 @@ var ErrClusterExists = errors.New("cluster already exists")
 // Add starts cl under name and engages it with aware. It returns once the
 // cluster is engaged, or with an error naming the cluster if its cache did not
 // sync in time or aware refused it; the cluster is then stopped and forgotten.
-// With the manager, it returns at once while this replica does not run the
-// cluster (the manager has not started, or sharding assigns it elsewhere):
-// the engine engages it when it may. ctx bounds the cluster's life: when it
-// ends, the cluster stops and is removed.
+// With the manager, it reports the outcome of its own publication (see
+// fleet.Member.Outcome), whatever the engine still does for the name (a
+// removal being torn down, a fence being acquired), and returns at once only
+// while this replica does not run the cluster (the manager has not started,
+// or sharding assigns it elsewhere): the engine engages it when it may. ctx
+// bounds the cluster's life: when it ends, the cluster stops and is removed.
 func (c *Clusters[T]) Add(ctx context.Context, name multicluster.ClusterName, cl T, aware multicluster.Aware) error {
 	c.mu.Lock()
 	if _, ok := c.clusters[name]; ok {
@@ -178,19 +181,18 @@ func (c *Clusters[T]) syncTimeout() time.Duration {
 }
 
 // publish hands e's cluster to the fleet engine as a pre-built member and
-// waits for the engine's first report of it.
+// waits for the outcome of that publication (fleet.Member.Outcome).
 func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error {
-	first := make(chan error, 1)
-	member := fleet.Member{Name: name, Hash: fmt.Sprintf("%p", any(e.cl)), Cluster: e.cl, Report: func(err error) {
-		select {
-		case first <- err:
-		default:
-			// The engine logged it; ErrorHandler, if set, hears of it too.
-			if err != nil && e.ctx.Err() == nil && c.ErrorHandler != nil {
-				c.ErrorHandler(err, "The fleet engine failed to start or engage the cluster; it retries", "cluster", name)
-			}
+	outcome := make(chan error, 1)
+	var returned atomic.Bool
+	member := fleet.Member{Name: name, Hash: fmt.Sprintf("%p", any(e.cl)), Cluster: e.cl, Outcome: outcome, Report: func(err error) {
+		// The engine logged it; after Add returned, ErrorHandler, if set,
+		// hears of it too.
+		if err != nil && returned.Load() && e.ctx.Err() == nil && c.ErrorHandler != nil {
+			c.ErrorHandler(err, "The fleet engine failed to start or engage the cluster; it retries", "cluster", name)
 		}
 	}}
+	defer returned.Store(true)
 	// Under the lock: what the engine holds for a name is what was decided
 	// last for it, whatever the order in which concurrent calls got here.
 	c.mu.Lock()
@@ -202,14 +204,11 @@ func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error 
 	e.pub.SetMember(member)
 	c.mu.Unlock()
 
-	if stateOf(e.pub, name) == fleet.StateWanted {
-		return nil // not run here (yet): the engine engages it when it may
-	}
 	timer := time.NewTimer(c.syncTimeout())
 	defer timer.Stop()
 	var err error
 	select {
-	case err = <-first:
+	case err = <-outcome:
 	case <-e.ctx.Done():
 		err = fmt.Errorf("removed while starting: %w", context.Cause(e.ctx))
 	case <-timer.C:
@@ -223,21 +222,6 @@ func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error 
 	}
 	c.stopOlder(name, e)
 	return nil
-}
-
-// stateOf returns the engine's state of name, as pub (the manager, or a
-// wrapper of it such as the multi provider's) tells it; "" if it cannot.
-func stateOf(pub fleet.Publisher, name multicluster.ClusterName) fleet.State {
-	var state fleet.State
-	switch p := pub.(type) {
-	case interface {
-		State(multicluster.ClusterName) (fleet.State, bool)
-	}:
-		state, _ = p.State(name)
-	case interface{ Fleet() *fleet.Engine }:
-		state, _ = p.Fleet().State(name)
-	}
-	return state
 }
 
 // stopOlder stops the entries of name added before e, now replaced by it.

@@ -201,24 +201,49 @@ func (m *Members) source(name multicluster.ClusterName) client.Object {
 	return m.hashes[name].source
 }
 
-// SetCluster wants name to run the pre-built cluster cl: the engine starts it
-// unless the application already did, and never rebuilds it. Every index
-// registered is applied to a cluster new to the members, once, before the
-// engine starts it; one registered later reaches it whenever it comes.
+// SetCluster wants name to run the pre-built cluster cl: see SetMember.
 func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, report func(error)) {
+	m.SetMember(fleet.Member{Name: name, Hash: fmt.Sprintf("%p", cl), Cluster: cl, Report: report})
+}
+
+// SetMember wants member as the provider made it: a Build of its own,
+// which the engine calls for every start of the cluster, as it builds any
+// member, or a pre-built Cluster, which the engine starts unless the
+// application already did and never stops while the member is wanted (see
+// fleet.Member). Publishing the same name and Hash again changes nothing.
+// Every index registered is applied before the engine starts a cluster: to
+// a pre-built one new to the members once, to each one a Build builds; one
+// registered later reaches it whenever it comes. It reports whether member
+// was published: not before Start or after the provider's run, nor with the
+// hash published already, nor when a newer call decided otherwise meanwhile.
+func (m *Members) SetMember(member fleet.Member) bool {
 	m.mu.Lock()
-	hash := fmt.Sprintf("%p", cl)
+	name, hash := member.Name, member.Hash
 	if m.ctx == nil || m.ctx.Err() != nil {
 		m.mu.Unlock()
-		return
+		return false
 	}
 	w, known := m.hashes[name]
 	if known && w.hash == hash {
 		m.mu.Unlock()
-		return
+		return false
 	}
 	delete(m.indexed, w.prebuilt)
-	x, n := m.trackLocked(name, cl)
+	if build := member.Build; build != nil {
+		last := &builtCluster{}
+		member.Build = func(ctx context.Context) (cluster.Cluster, error) {
+			cl, err := build(ctx)
+			if err != nil {
+				return nil, err
+			}
+			return m.trackBuilt(ctx, last, name, cl)
+		}
+		m.hashes[name] = wanted{hash: hash, key: hash, published: hash}
+		m.pub.SetMember(member)
+		m.mu.Unlock()
+		return true
+	}
+	x, n := m.trackLocked(name, member.Cluster)
 	m.hashes[name] = wanted{hash: hash, key: hash, published: hash, prebuilt: x}
 	ctx := m.ctx
 	m.mu.Unlock()
@@ -228,12 +253,42 @@ func (m *Members) SetCluster(name multicluster.ClusterName, cl cluster.Cluster, 
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.hashes[name].prebuilt != x {
-		return // removed or replaced meanwhile: what was decided last stands
+		return false // removed or replaced meanwhile: what was decided last stands
 	}
 	if err != nil {
 		m.log.Error(err, "Failed to index cluster", "cluster", name)
 	}
-	m.pub.SetMember(fleet.Member{Name: name, Hash: hash, Cluster: cl, Report: report})
+	m.pub.SetMember(member)
+	return true
+}
+
+// builtCluster is the cluster a member's Build built last, guarded by m.mu:
+// the one the indexes go to until the next build or the end of its life
+// (forget, which forgets it then).
+type builtCluster struct {
+	x      *indexed
+	forget func() bool
+}
+
+// trackBuilt makes cl, just built for name, the cluster of last that the
+// indexes go to, and applies every index registered so far before the
+// engine starts its cache; one registered later reaches it while it starts
+// or runs. ctx is the member's life: the engine lets go of the cluster when
+// it ends.
+func (m *Members) trackBuilt(ctx context.Context, last *builtCluster, name multicluster.ClusterName, cl cluster.Cluster) (cluster.Cluster, error) {
+	m.mu.Lock()
+	delete(m.indexed, last.x)
+	if last.forget != nil {
+		last.forget() // a member rebuilt many times holds its last cluster only
+	}
+	x, n := m.trackLocked(name, cl)
+	last.x, last.forget = x, context.AfterFunc(ctx, func() { m.untrack(x) })
+	m.mu.Unlock()
+	if err := m.catchUp(ctx, x, n, -1); err != nil {
+		m.untrack(x)
+		return nil, err
+	}
+	return cl, nil
 }
 
 // wanted is what the provider last published for a name.
@@ -266,11 +321,8 @@ type build struct {
 	name  multicluster.ClusterName
 	where *rest.Config
 	creds *credentials
-	// last is the cluster built last, guarded by m.mu: the one the
-	// indexes go to until the next build or the end of the member's life
-	// (forgetLast, which forgets it then).
-	last       *indexed
-	forgetLast func() bool
+	// last is the cluster built last (see trackBuilt).
+	last builtCluster
 }
 
 // build applies the settings hook, probes the server, builds the cluster
@@ -299,19 +351,7 @@ func (b *build) build(ctx context.Context) (cluster.Cluster, error) {
 		cl.discard()
 		return nil, err
 	}
-	m.mu.Lock()
-	delete(m.indexed, b.last)
-	if b.forgetLast != nil {
-		b.forgetLast() // a member rebuilt many times holds its last cluster only
-	}
-	x, n := m.trackLocked(b.name, cl)
-	b.last, b.forgetLast = x, context.AfterFunc(ctx, func() { m.untrack(x) })
-	m.mu.Unlock()
-	if err := m.catchUp(ctx, x, n, -1); err != nil {
-		m.untrack(x)
-		return nil, err
-	}
-	return cl, nil
+	return m.trackBuilt(ctx, &b.last, b.name, cl)
 }
 
 // Remove disengages name and abandons any attempt in flight. It reports

@@ -31,7 +31,7 @@ func (e *Engine) attemptStepLocked(rec *record, m *Member) step {
 	if rec.cur == nil && rec.state != StateDisconnected {
 		e.transitionLocked(rec, StateStarting, "starting")
 	}
-	life := lifeLocked(m, parent)
+	life := lifeLocked(m, e.base)
 	ctx, cancel := rec.stepContext(parent)
 	return func() {
 		in, err := e.start(ctx, rec, m, parent, life)
@@ -82,10 +82,10 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 	if err != nil {
 		return nil, multicluster.WithCluster(rec.name, fmt.Errorf("building: %w", err))
 	}
-	in := &instance{cl: cl, member: m, start: cl.Start, stopped: make(chan struct{})}
+	in := &instance{cl: cl, member: m, stopped: make(chan struct{})}
 	b, lent := cl.(*borrowed)
 	if lent {
-		in.cl, in.start, in.alsoStopped = b.Cluster, b.start, b.stopped
+		in.cl = b.Cluster
 	}
 	in.run, in.stopRun = context.WithCancel(parent)
 	// On the books before it starts, so that whoever takes the record's fence
@@ -97,35 +97,7 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 		return nil, errSuperseded(rec.name)
 	}
 	rec.track(in)
-	if in.start == nil {
-		// A lent cluster runs outside the instance: the instance stops with
-		// its run, or when the lent cluster dies, then as exited.
-		var once sync.Once
-		stop := func() { once.Do(func() { close(in.stopped) }) }
-		unwatch := func() bool { return false }
-		if b.dead != nil {
-			unwatch = context.AfterFunc(b.dead, func() {
-				if in.run.Err() == nil {
-					in.exited.Store(true)
-					e.log.Error(errors.New("its Start returned"), "Cluster stopped running", "cluster", rec.name)
-				}
-				stop()
-				if in.exited.Load() {
-					e.mu.Lock()
-					e.kickLocked(rec)
-					e.mu.Unlock()
-				}
-			})
-		}
-		context.AfterFunc(in.run, func() { unwatch(); stop() })
-		if b.begin != nil {
-			b.begin()
-		}
-		e.mu.Unlock()
-		if b.synced {
-			return in, nil
-		}
-	} else {
+	if !lent {
 		e.wg.Go(func() {
 			if in.runCluster(e.log.WithValues("cluster", rec.name)) {
 				e.mu.Lock()
@@ -134,9 +106,15 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 			}
 		})
 		e.mu.Unlock()
-	}
-	if lent && b.synced {
-		return in, nil
+	} else {
+		e.watchLent(rec, in, b)
+		if b.begin != nil {
+			b.begin(e.wg.Go)
+		}
+		e.mu.Unlock()
+		if b.synced {
+			return in, nil
+		}
 	}
 
 	syncCtx, cancelSync := context.WithTimeout(in.run, e.opts.CacheSyncTimeout)
@@ -163,11 +141,36 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 	}
 }
 
+// watchLent ties in, an instance of a lent cluster, which runs outside
+// the instance: in stops with its run, or when the lent cluster stops, then
+// as exited if it stopped on its own while in should have run. Under the
+// engine's lock.
+func (e *Engine) watchLent(rec *record, in *instance, b *borrowed) {
+	var once sync.Once
+	stop := func() { once.Do(func() { close(in.stopped) }) }
+	unwatch := func() bool { return false }
+	if b.dead != nil {
+		unwatch = context.AfterFunc(b.dead, func() {
+			if cause := context.Cause(b.dead); in.run.Err() == nil && !errors.Is(cause, errLifeEnded) {
+				in.exited.Store(true)
+				e.log.Error(cause, "Cluster stopped running", "cluster", rec.name)
+			}
+			stop()
+			if in.exited.Load() {
+				e.mu.Lock()
+				e.kickLocked(rec)
+				e.mu.Unlock()
+			}
+		})
+	}
+	context.AfterFunc(in.run, func() { unwatch(); stop() })
+}
+
 // runCluster runs in's cluster: the one goroutine per cluster, as Start
 // blocks while the cluster runs. It reports whether the cluster exited on
 // its own, while the instance should have run.
 func (in *instance) runCluster(log logr.Logger) (exited bool) {
-	err := in.start(in.run)
+	err := in.cl.Start(in.run)
 	if AlreadyStarted(err) {
 		// The application runs this cluster itself (upstream's examples start
 		// the cluster they hand to a provider): it runs as long as the
@@ -177,7 +180,7 @@ func (in *instance) runCluster(log logr.Logger) (exited bool) {
 	}
 	// Its informers have stopped: let go of their idle connections, so that
 	// a removed cluster leaves no connection goroutines behind.
-	if hc := in.cl.GetHTTPClient(); hc != nil && in.alsoStopped == nil {
+	if hc := in.cl.GetHTTPClient(); hc != nil {
 		hc.CloseIdleConnections()
 	}
 	if in.run.Err() == nil {

@@ -29,10 +29,22 @@
 // it (SetMember); a new hash replaces the running cluster once the new one is
 // engaged. What a provider or the application already runs is adapted at the
 // door (door.go) into the same form: a pre-built cluster (Member.Cluster) is
-// lent to the engine, started once and kept across outages; a cluster handed
-// to Engage — the way in of providers written as the seeds describe — is lent
-// as it is, its provider running it. From there the same code admits, fences,
-// starts, probes, drains, hands off and tears down every member.
+// lent to the engine, which starts it once unless the application did; a
+// cluster handed to Engage — the way in of providers written as the seeds
+// describe — is lent as it is, its provider running it. From there the same
+// code admits, fences, starts, probes, drains, hands off and tears down every
+// member.
+//
+// A cluster the engine did not build is never stopped by it while its member
+// is wanted: when it leaves this replica (handed to another, its fence lost)
+// it is disengaged — every subscriber lets go of it, its reconciles drain
+// before the fence is released — and it is engaged again when it comes back.
+// A lent cluster the engine started stops when its member is removed or
+// replaced, or the engine stops. The cost: its cache, and the watches on
+// its server, keep running on a replica that does not own it. A provider
+// that can build its clusters (the namespace provider's views of one shared
+// cluster are cheap) publishes a Build instead, and its clusters are built
+// and stopped like any member.
 //
 // # One place per name
 //
@@ -51,7 +63,8 @@
 //
 // Reconciles hold their cluster (Hold) while they run. Before a cluster's
 // fence is released (removal, hand-off, fence loss, shutdown), the cluster is
-// disengaged, its cache stopped, and its reconciles in flight waited for,
+// disengaged, its cache stopped (unless the engine did not build it, see
+// above), and its reconciles in flight waited for,
 // bounded by Options.DrainTimeout; an overrun is logged and counted. A
 // reconcile of a cluster the engine let go of is never run unheld: Hold
 // refuses it.

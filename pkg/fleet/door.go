@@ -18,30 +18,32 @@ import (
 // how the engine's run of it ends. The engine then admits, fences, starts,
 // probes, drains, hands off and tears down every member by the same code.
 
-// borrowed is a cluster the engine did not build, as its Build lends it: the
-// engine hands subscribers the Cluster itself and runs start in its place.
+// borrowed is a cluster the engine did not build, as its Build lends it:
+// the engine hands subscribers the Cluster itself and runs none of it in its
+// instances, which come and go (a disconnection, a hand-off to another
+// replica, a fence lost) without stopping it.
 type borrowed struct {
 	cluster.Cluster
-	// start runs as the cluster's Start for one of the engine's instances;
-	// nil if the cluster runs outside the engine's instances, which then
-	// run nothing for it (no goroutine of the engine's per lent cluster).
-	start func(ctx context.Context) error
-	// stopped, if set, is closed once the lent cluster itself has stopped.
-	stopped func() <-chan struct{}
-	// begin, if set, starts the lent cluster unless it runs already; the
-	// engine calls it once the instance is on the record's books, so that a
-	// fence waits for what it starts.
-	begin func()
-	// dead, if set, ends when the lent cluster stops: an instance of it
-	// that should still run has exited.
+	// begin, if set, starts the lent cluster unless it runs already, with
+	// spawn (the engine's, so that its shutdown waits for the cluster); the
+	// engine calls it once the instance is on the record's books.
+	begin func(spawn func(func()))
+	// dead, if set, ends when the lent cluster stops; its cause is
+	// errLifeEnded if the engine stopped it, as its member left the engine.
 	dead context.Context
 	// synced: its provider started and synced it, so the engine does not
 	// wait for its cache.
 	synced bool
 }
 
-// lifeLocked returns m's life on this replica, beginning one within parent
-// if it has none (or its last one ended).
+// errLifeEnded is why the engine stops a pre-built cluster it started: its
+// member was removed or replaced, or the engine stopped.
+var errLifeEnded = errors.New("its member was removed or replaced, or the engine stopped")
+
+// lifeLocked returns m's life in the engine, beginning one within parent
+// if it has none (or its last one ended). It ends when m is removed or
+// replaced, or the engine stops, never when m leaves this replica: a
+// pre-built cluster runs within it.
 func lifeLocked(m *Member, parent context.Context) context.Context {
 	if m.life == nil || m.life.Err() != nil {
 		m.life, m.endLife = context.WithCancel(parent)
@@ -49,7 +51,7 @@ func lifeLocked(m *Member, parent context.Context) context.Context {
 	return m.life
 }
 
-// endLife ends m's life on this replica, if it has one.
+// endLife ends m's life in the engine, if it has one.
 func endLife(m *Member) {
 	if m != nil && m.endLife != nil {
 		m.endLife()
@@ -63,60 +65,44 @@ func (m *Member) stopOwner() {
 	}
 }
 
-// prebuilt adapts a pre-built cluster: started once (a cache cannot start
-// twice), when the engine first runs an instance of the member, within the
-// member's life, and kept running across the engine's instances (an outage
-// disengages it, the recovery engages it again), until the life ends. The one goroutine
-// that runs it is the cluster's own: the engine's instances of it run none.
-// Once stopped, it cannot be built again: its provider must publish a new
-// one. If the application started it already, it is used as it is.
+// prebuilt adapts a pre-built cluster (Member.Cluster): the engine did not
+// build it, so it never stops it while its member is wanted. It is started
+// once (a cache cannot start twice), when the engine first runs an instance
+// of the member, unless the application runs it already, and runs within
+// the member's life: through disconnections, hand-offs to other replicas
+// and fences lost, so that it is engaged again when the member comes back,
+// until the member is removed or replaced (or the engine stops). Its cache
+// keeps running meanwhile, where the member is not owned (see the package
+// documentation). The one goroutine that runs it is the cluster's own. Once
+// stopped on its own, it cannot be started again: attempts fail saying so
+// until its provider publishes a new one.
 func prebuilt(cl cluster.Cluster) func(ctx context.Context) (cluster.Cluster, error) {
-	var (
-		once           sync.Once
-		mu             sync.Mutex
-		started        bool
-		appRuns        bool // Start answered that the application runs it
-		stopped        = make(chan struct{})
-		dead, markDead = context.WithCancel(context.Background())
-	)
-	done := func() <-chan struct{} {
-		mu.Lock()
-		defer mu.Unlock()
-		if !started {
-			return closedChan
-		}
-		return stopped
-	}
+	var once sync.Once
+	dead, markDead := context.WithCancelCause(context.Background())
 	return func(life context.Context) (cluster.Cluster, error) {
-		begin := func() {
+		if dead.Err() != nil {
+			return nil, fmt.Errorf("its cache stopped (%w), and a pre-built cluster cannot be started again: its provider must publish a new one", context.Cause(dead))
+		}
+		begin := func(spawn func(func())) {
 			once.Do(func() {
-				mu.Lock()
-				started = true
-				mu.Unlock()
-				go func() {
+				spawn(func() {
 					err := cl.Start(life)
-					if AlreadyStarted(err) {
-						// The application runs it: it runs for the engine as long
-						// as the member's life, with no goroutine waiting for it.
-						mu.Lock()
-						appRuns = true
-						mu.Unlock()
-						context.AfterFunc(life, func() { close(stopped); markDead() })
-						return
+					switch {
+					case AlreadyStarted(err):
+						// The application runs it: it runs for the engine as
+						// long as the member's life, with no goroutine of ours.
+						context.AfterFunc(life, func() { markDead(errLifeEnded) })
+					case life.Err() != nil:
+						markDead(errLifeEnded)
+					case err == nil:
+						markDead(errors.New("its Start returned"))
+					default:
+						markDead(err)
 					}
-					close(stopped)
-					markDead()
-				}()
+				})
 			})
 		}
-		if isClosed(stopped) {
-			mu.Lock()
-			defer mu.Unlock()
-			if !appRuns {
-				return nil, errors.New("its cache stopped, and a pre-built cluster cannot be started again: its provider must publish a new one")
-			}
-		}
-		return &borrowed{Cluster: cl, begin: begin, stopped: done, dead: dead}, nil
+		return &borrowed{Cluster: cl, begin: begin, dead: dead}, nil
 	}
 }
 
@@ -160,16 +146,15 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 			e.setMemberLocked(rec, nil, "provider-stopped")
 		}
 	})
-	if (rec.cur != nil && rec.cur.member == m && rec.state == StateEngaged) || !e.mayRunLocked(rec, m) {
+	done := make(chan error, 1)
+	if !e.awaitLocked(rec, m, done) {
 		e.mu.Unlock()
 		return nil
 	}
-	w := &waiter{m: m, done: make(chan error, 1)}
-	rec.waiters = append(rec.waiters, w)
 	e.mu.Unlock()
 
 	select {
-	case err := <-w.done:
+	case err := <-done:
 		if err != nil {
 			// All or nothing: the provider hears of the refusal; the cluster leaves.
 			e.mu.Lock()
@@ -181,6 +166,41 @@ func (e *Engine) Engage(ctx context.Context, name multicluster.ClusterName, cl c
 		return err
 	case <-ctx.Done():
 		return multicluster.WithCluster(name, fmt.Errorf("engagement context ended while engaging: %w", ctx.Err()))
+	}
+}
+
+// awaitLocked has done answered with m's outcome on this replica (see
+// Member.Outcome), and reports whether it waits: it does not if m is engaged
+// or this replica does not run it now, which is the outcome, nil.
+func (e *Engine) awaitLocked(rec *record, m *Member, done chan<- error) bool {
+	if (rec.cur != nil && rec.cur.member == m && rec.state == StateEngaged) || !e.mayRunLocked(rec, m) {
+		return false
+	}
+	rec.waiters = append(rec.waiters, &waiter{m: m, done: done})
+	return true
+}
+
+// outcomeLocked has outcome, if set, answered with m's (see Member.Outcome).
+func (e *Engine) outcomeLocked(rec *record, m *Member, outcome chan<- error) {
+	if outcome != nil && !e.awaitLocked(rec, m, outcome) {
+		answer(outcome, nil)
+	}
+}
+
+// ignore logs a member SetMember refuses, and answers its Outcome.
+func (e *Engine) ignore(m Member, why error) {
+	e.log.Error(why, "Ignoring member", "cluster", m.Name)
+	if m.Outcome != nil {
+		answer(m.Outcome, multicluster.WithCluster(m.Name, fmt.Errorf("ignored: %w", why)))
+	}
+}
+
+// answer sends err on done unless done is full: the engine never blocks on
+// a waiter.
+func answer(done chan<- error, err error) {
+	select {
+	case done <- err:
+	default:
 	}
 }
 

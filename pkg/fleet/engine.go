@@ -361,9 +361,6 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 func drain(log logr.Logger, timeout time.Duration, name multicluster.ClusterName, stop []*instance) {
 	for _, in := range stop {
 		<-in.stopped
-		if in.alsoStopped != nil {
-			<-in.alsoStopped()
-		}
 	}
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()

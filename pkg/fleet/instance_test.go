@@ -218,10 +218,13 @@ func TestReconnectedInstanceDeathIsNoticed(t *testing.T) {
 	fleettest.Eventually(t, time.Minute, func() error { return logs.find("Cluster stopped running", name) })
 }
 
-// Defect 8: a pre-built cluster disconnected and engaged again keeps its
-// stopped signal: when it is handed off, its fence is released only once its
-// Start has returned.
-func TestReconnectedInstanceIsWaitedForBeforeRelease(t *testing.T) {
+// A pre-built cluster disconnected and engaged again, then handed to
+// another replica, keeps running (the engine did not build it): its fence
+// is released once it is disengaged and drained; handed back, the same
+// cluster is engaged again (issue 40: it used to be stopped, and then
+// refused as "a pre-built cluster cannot be started again"); removed, the
+// engine, which started it, stops it.
+func TestHandedOffPrebuiltClusterRunsUntilRemoved(t *testing.T) {
 	fences := newFenceService()
 	e, tr := startProbing(t, fleet.Options{Admission: fences})
 	const name = "reconnected-handed-off"
@@ -231,33 +234,33 @@ func TestReconnectedInstanceIsWaitedForBeforeRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl := newMortal(t, inner)
+	cl.release() // Start returns as soon as the cluster stops
 	e.SetMember(fleet.Member{Name: name, Hash: "1", Cluster: cl})
 	fleettest.Eventually(t, time.Minute, inState(e, name, fleet.StateEngaged))
 	disconnectAndReconnect(t, e, name, proxy)
 
 	fences.setOwns(name, false)
-	fleettest.Eventually(t, time.Minute, notEngaged(tr, name))
-	<-cl.inner // the cluster has stopped; its Start has not returned yet
-	// The fence must hold while Start has not returned; then let it return.
-	fleettest.Consistently(t, 500*time.Millisecond, func() error {
-		if _, released := fences.releasedAt(name); released {
-			return errors.New("fence released before the cluster's Start returned")
-		}
-		return nil
-	})
-	cl.release()
-	var released time.Time
 	fleettest.Eventually(t, time.Minute, func() error {
-		at, ok := fences.releasedAt(name)
-		if !ok {
+		if _, released := fences.releasedAt(name); !released {
 			return errors.New("fence not released")
 		}
-		released = at
+		return notEngaged(tr, name)()
+	})
+	select {
+	case <-cl.inner:
+		t.Fatal("the engine stopped a pre-built cluster it did not build when it was handed away")
+	default:
+	}
+	fences.setOwns(name, true)
+	fleettest.Eventually(t, time.Minute, engagedWith(tr, name, cl))
+
+	e.RemoveMember(name)
+	fleettest.Eventually(t, time.Minute, func() error {
+		if cl.returnedAt().IsZero() {
+			return errors.New("the engine started the pre-built cluster: removing its member must stop it")
+		}
 		return nil
 	})
-	if returned := cl.returnedAt(); returned.IsZero() || released.Before(returned) {
-		t.Fatalf("fence released at %s, before the cluster's Start returned (%s)", released.Format(time.StampMicro), returned.Format(time.StampMicro))
-	}
 }
 
 // dyingSubscriber kills the first cluster it is engaged with while it engages

@@ -49,8 +49,10 @@ import (
 //     engine's shutdown or after it; after it nothing runs, no fence is held
 //     and no subscriber holds a cluster;
 //   - a cluster the engine runs is engaged only while it runs: started once
-//     (a cache cannot start twice) and not stopped; a pre-built cluster
-//     stopped when it was handed away is not engaged again;
+//     (a cache cannot start twice) and not stopped; the engine never stops
+//     a pre-built cluster (which it did not build) while its member is
+//     wanted: handed away or its fence lost, it keeps running, and is
+//     engaged again when it comes back; once removed or replaced, it stops;
 //   - the probe budget's count of clusters running here matches the records;
 //   - at the end nothing is left: no record, no fence, no running cluster.
 //
@@ -261,7 +263,8 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 			t.Logf("seed %d: the last steps and engine log lines:\n%s", seed, trace.tail(400))
 		}
 	}()
-	running, holds := &runningSet{n: map[string]int{}}, &runningSet{n: map[string]int{}}
+	// running counts the clusters the engine built; lent, the pre-built ones.
+	running, lent, holds := &runningSet{n: map[string]int{}}, &runningSet{n: map[string]int{}}, &runningSet{n: map[string]int{}}
 	fences := &checkedFences{fenceService: newFenceService(), running: running, inflight: holds}
 	// Probes run on every seed, every probeInterval, through the clusters'
 	// answers; on even seeds every engagement takes longer than that
@@ -343,14 +346,20 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 						step, name, fc.starts.Load(), fc.stopped.Load(), fc == src.prebuilt)
 				}
 			}
+			// The engine never stops a cluster it did not build while its
+			// member is wanted (handed away, its fence lost, it keeps
+			// running); once removed or replaced, the one it started stops.
+			if src != nil && src.prebuilt != nil && src.prebuilt.stopped.Load() {
+				return fmt.Errorf("step %d: the engine stopped the pre-built cluster of %s, whose member is wanted (%s)", step, name, state)
+			}
+			wantLent := 0
+			if src != nil && src.prebuilt != nil && src.prebuilt.runs() {
+				wantLent = 1
+			}
+			if n := lent.get(name); n != wantLent {
+				return fmt.Errorf("step %d: %d pre-built clusters of %s run, want %d", step, n, name, wantLent)
+			}
 			switch {
-			case src != nil && owned && src.prebuilt != nil && src.prebuilt.stopped.Load():
-				// Stopped when it was handed away: a pre-built cluster cannot
-				// run again, and is not engaged until its provider publishes
-				// a new one.
-				if err == nil {
-					return fmt.Errorf("step %d: %s engaged with its stopped pre-built cluster", step, name)
-				}
 			case src != nil && owned:
 				if err != nil {
 					return fmt.Errorf("step %d: %s owned and wanted but %s: %v", step, name, state, err)
@@ -411,6 +420,7 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 			}
 			hash++
 			cl := newCluster(name)
+			cl.running = lent
 			cl.refuse.Store(rng.IntN(3) == 0)
 			e.SetMember(fleet.Member{Name: name, Hash: fmt.Sprint(hash), Cluster: cl})
 			trace.add("step %d: publish %s pre-built %p (hash %d, refused once: %v)", step, name, cl, hash, cl.refuse.Load())
@@ -515,7 +525,7 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	}
 
 	if seed%2 == 1 {
-		return shutDownWhileRead(t, rng, e, names, subs, holds, running, fences, stop, stopped, fail)
+		return shutDownWhileRead(t, rng, e, names, subs, holds, running, lent, fences, stop, stopped, fail)
 	}
 
 	// Everything goes: nothing may be left.
@@ -549,7 +559,7 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 // holds it; /readyz; listings) run: no reader may panic or see an engaged
 // cluster without one, and once Start has returned nothing runs, no fence is
 // held and no subscriber holds a cluster.
-func shutDownWhileRead(t *testing.T, rng *rand.Rand, e *fleet.Engine, names []string, subs []*holder, holds, running *runningSet,
+func shutDownWhileRead(t *testing.T, rng *rand.Rand, e *fleet.Engine, names []string, subs []*holder, holds, running, lent *runningSet,
 	fences *checkedFences, stop context.CancelFunc, stopped <-chan struct{}, fail func(string, ...any) bool) bool {
 	t.Helper()
 	var panicked atomic.Value // string
@@ -610,7 +620,7 @@ func shutDownWhileRead(t *testing.T, rng *rand.Rand, e *fleet.Engine, names []st
 			if fences.holds(name) {
 				return fmt.Errorf("fence of %s held after the engine stopped", name)
 			}
-			if n := running.get(name); n > 0 {
+			if n := running.get(name) + lent.get(name); n > 0 {
 				return fmt.Errorf("%d clusters of %s run after the engine stopped", n, name)
 			}
 			for i, h := range subs {

@@ -119,10 +119,11 @@ type fence struct {
 	release func()
 }
 
-// waiter is an Engage call waiting for its member's engagement.
+// waiter is an Engage call, or a publication with an Outcome, waiting for
+// its member's engagement.
 type waiter struct {
 	m    *Member
-	done chan error // buffered: the engine never blocks on a waiter
+	done chan<- error // answered once; the engine never blocks on it
 }
 
 // notifyLocked answers the Engage calls waiting for m (every one if m is nil).
@@ -130,7 +131,7 @@ func (rec *record) notifyLocked(m *Member, err error) {
 	kept := rec.waiters[:0]
 	for _, w := range rec.waiters {
 		if m == nil || w.m == m {
-			w.done <- err
+			answer(w.done, err)
 		} else {
 			kept = append(kept, w)
 		}
@@ -141,12 +142,10 @@ func (rec *record) notifyLocked(m *Member, err error) {
 
 // track puts in on rec's books: every instance that runs is, so that a
 // fence taken away later waits for it. Finished ones leave them, but for
-// the current one (a disconnected cluster's, whose member a leave must end)
-// and those that stand for a pre-built cluster still running, unless in
-// stands for it now.
+// the current one (a disconnected cluster's, whose member a leave must end).
 func (rec *record) track(in *instance) {
 	rec.runs = append(slices.DeleteFunc(rec.runs, func(r *instance) bool {
-		return r != rec.cur && r.finished() && (r.alsoStopped == nil || r.member == in.member || isClosed(r.alsoStopped()))
+		return r != rec.cur && r.finished()
 	}), in)
 }
 
@@ -217,12 +216,6 @@ func (rm *recordMap) all() iter.Seq[*record] {
 type instance struct {
 	cl     cluster.Cluster // what subscribers and readers are handed
 	member *Member         // the member it was built for
-	// start runs the cluster until its context ends: cl.Start, or the
-	// door's start of a cluster the engine did not build (see borrowed).
-	start func(ctx context.Context) error
-	// alsoStopped, if set, is closed once the cluster the door lent (a
-	// pre-built one the engine started) has stopped too.
-	alsoStopped func() <-chan struct{}
 	// run is the instance's life: it ends on teardown, and with the fence or
 	// the engine.
 	run     context.Context

@@ -190,7 +190,7 @@ func (e *Engine) followOwnership(ctx context.Context, changed <-chan struct{}) {
 // wait in StateWanted.
 func (e *Engine) SetMember(m Member) {
 	if (m.Build == nil) == (m.Cluster == nil) {
-		e.log.Error(errors.New("exactly one of Build and Cluster must be set"), "Ignoring member", "cluster", m.Name)
+		e.ignore(m, errors.New("exactly one of Build and Cluster must be set"))
 		return
 	}
 	m.adopted = false
@@ -199,7 +199,7 @@ func (e *Engine) SetMember(m Member) {
 	rec := e.records.getOrAdd(m.Name)
 	if old := rec.member; old != nil && old.adopted {
 		if old.owner == nil || old.owner.Err() == nil {
-			e.log.Error(errors.New("the name is engaged by a provider through Engage; a name has one source"), "Ignoring member", "cluster", m.Name)
+			e.ignore(m, errors.New("the name is engaged by a provider through Engage; a name has one source"))
 			return
 		}
 		// Its provider let go of it already (the removal is on its way): the
@@ -209,12 +209,14 @@ func (e *Engine) SetMember(m Member) {
 		old.Report, old.Refresh, old.Paused = m.Report, m.Refresh, m.Paused
 		_, byName := e.paused[rec.name]
 		rec.setPaused(byName || m.Paused, e.log)
+		e.outcomeLocked(rec, old, m.Outcome)
 		return
 	}
 	if m.Cluster != nil {
 		m.Build = prebuilt(m.Cluster)
 	}
 	e.setMemberLocked(rec, &m, "published by its provider")
+	e.outcomeLocked(rec, &m, m.Outcome)
 }
 
 // setMemberLocked makes m what rec's provider wants; nil removes it: it is
@@ -276,10 +278,9 @@ func (e *Engine) leaveLocked(rec *record) step {
 	stop := rec.runs
 	f := rec.fence
 	for _, in := range stop {
-		endLife(in.member)
-	}
-	if rec.member != nil {
-		endLife(rec.member)
+		if in.member != rec.member {
+			endLife(in.member) // replaced or removed; the member still wanted lives on
+		}
 	}
 	rec.cur, rec.engaging, rec.runs, rec.fence = nil, nil, nil, nil
 	rec.failures.Store(0)

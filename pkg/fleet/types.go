@@ -48,11 +48,15 @@ type Member struct {
 	// and starts it itself. Exactly one of Build and Cluster is set.
 	Build func(ctx context.Context) (cluster.Cluster, error)
 	// Cluster is a pre-built cluster, for providers handed one by the
-	// application. The engine starts it unless the application already did,
-	// and never rebuilds it: after an outage, it is engaged again. It is
-	// started once (a cache cannot start twice): a failed attempt leaves it
-	// running for the next one; once stopped (handed to another replica,
-	// say), attempts fail saying so until the provider publishes a new one.
+	// application; a provider that can build its clusters publishes a Build
+	// instead. The engine did not build it, so it never rebuilds it and
+	// never stops it while the member is wanted: it starts it (unless the
+	// application already did) the first time this replica runs the member,
+	// keeps it running through outages, hand-offs to other replicas and
+	// fences lost, engaging it again when it comes back, and stops it when
+	// the member is removed or replaced. Its cache keeps running while
+	// another replica owns it. Once stopped on its own, attempts fail saying
+	// so until the provider publishes a new one.
 	Cluster cluster.Cluster
 	// Report, if set, hears of each failed attempt to start or engage the
 	// cluster, and of its engagement (with nil): providers turn it into Events.
@@ -61,6 +65,15 @@ type Member struct {
 	// set it from their source (an annotation, say). Publishing the same
 	// Hash with another Paused changes the pause only.
 	Paused bool
+	// Outcome, if set, hears once what became of this publication on this
+	// replica: nil once the member is engaged with every subscriber, or at
+	// once while this replica does not run it (the engine has not started,
+	// or sharding assigns it elsewhere: it is engaged when it may, or where
+	// it runs); else the error of its first failed attempt, or why it was
+	// replaced or removed first. The engine never blocks on it: give it
+	// room for one. Publishing the same Hash again hears of the member
+	// already published.
+	Outcome chan<- error
 	// Refresh, if set, is called when the cluster rejects its credentials (401
 	// or 403 from a probe): the provider re-reads its source and publishes the
 	// member again if its content changed.
@@ -71,9 +84,10 @@ type Member struct {
 	adopted bool
 	owner   context.Context
 	unown   func() bool
-	// life ends when the engine lets go of the member on this replica
-	// (removed, replaced, handed away, stopped): Build is handed it, and a
-	// pre-built cluster runs within it. Guarded by the engine's lock.
+	// life ends when the engine lets go of the member (removed, replaced,
+	// the engine stopped), not when it leaves this replica: Build is handed
+	// it, and a pre-built cluster runs within it. Guarded by the engine's
+	// lock.
 	life    context.Context
 	endLife context.CancelFunc
 }

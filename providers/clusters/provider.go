@@ -10,6 +10,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -71,8 +72,11 @@ func (p *Provider) Listed() <-chan struct{} { return p.listed }
 
 // Add engages cl under name. Before the provider has started, the cluster is
 // kept and engaged on start; after, Add returns once the cluster is engaged,
-// or with the error of its first failed attempt (the cluster is then removed).
-// The cluster stays until Remove, until ctx ends, or until the provider stops.
+// or with the error of its first failed attempt (the cluster is then
+// removed), or at once while this replica does not run it (the manager has
+// not started, or sharding assigns it to another replica: it is engaged
+// where it runs). The cluster stays until Remove, until ctx ends, or until
+// the provider stops.
 func (p *Provider) Add(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error {
 	if name == "" {
 		return errors.New(`clusters provider: the cluster name "" is reserved for the host cluster`)
@@ -97,12 +101,10 @@ func (p *Provider) Add(ctx context.Context, name multicluster.ClusterName, cl cl
 	p.mu.Unlock()
 
 	outcome := make(chan error, 1)
-	p.members.SetCluster(name, cl, func(err error) {
-		select {
-		case outcome <- err:
-		default:
-		}
-	})
+	if !p.members.SetMember(fleet.Member{Name: name, Hash: fmt.Sprintf("%p", cl), Cluster: cl, Outcome: outcome}) {
+		p.Remove(name)
+		return fmt.Errorf("cluster %q: the provider has stopped", name)
+	}
 	select {
 	case err := <-outcome:
 		if err != nil {

@@ -59,7 +59,8 @@ func newVirtualCluster(p *Provider, ns string) *virtualCluster {
 }
 
 // Start runs the virtual cluster until ctx ends: the engine ends it when the
-// namespace goes or the provider stops. The shared cache is run by the
+// namespace goes, the cluster leaves this replica or is disconnected, or the
+// provider stops (each start is of a new view). The shared cache is run by the
 // provider; a virtual cluster only holds handler registrations, which Start
 // removes when it returns. It may be called once.
 func (vc *virtualCluster) Start(ctx context.Context) error {

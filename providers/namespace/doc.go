@@ -30,10 +30,12 @@
 //
 // The provider only decides which virtual clusters exist: the Namespace
 // informer's events publish a namespace's virtual cluster to the fleet
-// engine (a pre-built member, through pkg/clusters.Members) and withdraw it
-// when the Namespace is deleted or terminating. The engine starts, engages,
-// probes (the shared API server) and tears the virtual clusters down, as it
-// does every member.
+// engine (a member whose Build makes a new view of the shared cluster,
+// through pkg/clusters.Members) and withdraw it when the Namespace is
+// deleted or terminating. The engine builds, starts, engages, probes (the
+// shared API server) and tears the virtual clusters down, as it does every
+// member: after an outage, or a hand-off to another replica and back, it
+// builds the namespace's view again.
 //
 // Field indexes registered through the manager, the provider or any virtual
 // cluster are added to the shared cache once; the cache's namespace-scoped

@@ -147,9 +147,14 @@ func (p *Provider) namespaceChanged(obj any, deleted bool) {
 		return
 	}
 	if _, known := p.members.Hash(name); known {
-		return // a virtual cluster is built once per namespace
+		return // the namespace's cluster is published once
 	}
-	p.members.SetCluster(name, newVirtualCluster(p, name), nil)
+	// A Build, not a cluster: a view of the shared cluster is cheap to
+	// make, so the engine makes a new one for every start, as it builds
+	// every member (after an outage, a hand-off to another replica and back).
+	p.members.SetMember(mcfleet.Member{Name: name, Hash: "namespace", Build: func(context.Context) (cluster.Cluster, error) {
+		return newVirtualCluster(p, name), nil
+	}})
 	p.log.V(1).Info("Published namespace virtual cluster", "cluster", name)
 }
 
