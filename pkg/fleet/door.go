@@ -42,8 +42,9 @@ var errLifeEnded = errors.New("its member was removed or replaced, or the engine
 
 // lifeLocked returns m's life in the engine, beginning one within parent
 // if it has none (or its last one ended). It ends when m is removed or
-// replaced, or the engine stops, never when m leaves this replica: a
-// pre-built cluster runs within it.
+// replaced, or the engine stops; when m leaves this replica only if the
+// engine builds its clusters (a Build in flight for this replica ends
+// then), never for a lent cluster, which runs within it.
 func lifeLocked(m *Member, parent context.Context) context.Context {
 	if m.life == nil || m.life.Err() != nil {
 		m.life, m.endLife = context.WithCancel(parent)
@@ -57,6 +58,10 @@ func endLife(m *Member) {
 		m.endLife()
 	}
 }
+
+// lent reports whether m's cluster is one the engine did not build: a
+// pre-built cluster, or one handed to Engage.
+func (m *Member) lent() bool { return m.Cluster != nil }
 
 // stopOwner unties an adopted member from its provider's context.
 func (m *Member) stopOwner() {

@@ -278,9 +278,12 @@ func (e *Engine) leaveLocked(rec *record) step {
 	stop := rec.runs
 	f := rec.fence
 	for _, in := range stop {
-		if in.member != rec.member {
-			endLife(in.member) // replaced or removed; the member still wanted lives on
+		if in.member != rec.member || !in.member.lent() {
+			endLife(in.member) // replaced, removed, or built here: a lent cluster still wanted lives on
 		}
+	}
+	if m := rec.member; m != nil && !m.lent() {
+		endLife(m) // a Build in flight for this replica ends with it
 	}
 	rec.cur, rec.engaging, rec.runs, rec.fence = nil, nil, nil, nil
 	rec.failures.Store(0)

@@ -85,9 +85,9 @@ type Member struct {
 	owner   context.Context
 	unown   func() bool
 	// life ends when the engine lets go of the member (removed, replaced,
-	// the engine stopped), not when it leaves this replica: Build is handed
-	// it, and a pre-built cluster runs within it. Guarded by the engine's
-	// lock.
+	// the engine stopped), and when it leaves this replica unless it is
+	// lent (see lifeLocked): Build is handed it, and a pre-built cluster
+	// runs within it. Guarded by the engine's lock.
 	life    context.Context
 	endLife context.CancelFunc
 }
