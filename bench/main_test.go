@@ -38,6 +38,10 @@ var apiServer *fleettest.Fleet
 func TestMain(m *testing.M) {
 	// Reconcilers' client calls log through the controller's logger.
 	ctrllog.SetLogger(logr.Discard())
+	if os.Getenv("FLEET") != "" {
+		// BenchmarkFleet, one side of it, against fleetsim's members.
+		os.Exit(m.Run())
+	}
 	testbed.MustProvideAssets()
 	fleettest.RunMainWithOptions(m, 1, fleettest.Options{APIServerFlags: map[string]string{
 		// A thousand clusters list at once; the defaults (400/200) would make
