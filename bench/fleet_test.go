@@ -65,9 +65,9 @@ import (
 //     reconciled by 16 workers from one workqueue with a read of the
 //     member's informer cache; started all at once, or one after another
 //     (each once the one before synced).
-//   - client-go-tuned: client-go with what NewCluster changes that bare
-//     informers can change too: no compressed responses, managed fields
-//     dropped before an object is stored.
+//   - client-go-tuned: client-go with what the library's caches do that bare
+//     informers can do too: protobuf, no compressed responses, managed
+//     fields dropped before an object is stored.
 //
 // Every cache lists and watches the member's namespace. The line
 // (BenchmarkFleet/SIDE) has s/all-reconciled and ms-cpu/cluster (from
@@ -366,9 +366,10 @@ func fleetMeasured(b *testing.B, f *simFleet, begin time.Time, cpu0 time.Duratio
 
 // fleetFloor is the floor on the fleet: bare client-go informers, one
 // clientset per member and type, client-go's defaults.
-// tuned does what NewCluster does beyond client-go's defaults that a user of
-// bare informers could do too: no compressed responses, and managed fields
-// dropped before an object is stored.
+// tuned does what NewCluster and controller-runtime's cache do beyond
+// client-go's defaults that a user of bare informers can do too: protobuf
+// instead of JSON, no compressed responses, and managed fields dropped
+// before an object is stored.
 func fleetFloor(b *testing.B, f *simFleet, serial, tuned bool) fleetResult {
 	type key struct {
 		member     int
@@ -413,6 +414,7 @@ func fleetFloor(b *testing.B, f *simFleet, serial, tuned bool) fleetResult {
 			if tuned {
 				cfg = rest.CopyConfig(cfg)
 				cfg.DisableCompression = true
+				cfg.ContentType = "application/vnd.kubernetes.protobuf"
 			}
 			core, err := corev1client.NewForConfig(cfg)
 			if err != nil {

@@ -72,15 +72,27 @@ func (d driveOptions) run(ctx context.Context, manifest string, o options, admin
 			}
 			results[side] = append(results[side], l)
 		}
+		// After every round, the figures so far: a run cut short keeps them.
+		if err := d.write(results, sides, o, r+1, r+1 == d.rounds); err != nil {
+			return err
+		}
 	}
+	return nil
+}
+
+// write prints the figures of the rounds done (and writes them to -out).
+func (d driveOptions) write(results map[string][]line, sides []string, o options, rounds int, last bool) error {
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "goos: linux\ngoarch: amd64\npkg: github.com/mcruntime/multicluster-runtime/bench\n")
 	fmt.Fprintf(&out, "# fleetsim: %d members on %d API server(s), %d ConfigMaps and %d Deployments each, %d ConfigMaps updated per member; %d rounds\n",
-		o.members, o.servers, o.configMaps, o.deployments, o.update, d.rounds)
+		o.members, o.servers, o.configMaps, o.deployments, o.update, rounds)
 	prefix := fmt.Sprintf("BenchmarkFleet/members=%d/", o.members)
 	for _, side := range sides {
 		floor := results[floorOf(side)]
 		var rounds []line
+		if len(results[side]) == 0 {
+			continue
+		}
 		for r, l := range results[side] {
 			if side != floorOf(side) && r < len(floor) {
 				l = withRatios(l, floor[r])
@@ -90,7 +102,9 @@ func (d driveOptions) run(ctx context.Context, manifest string, o options, admin
 		}
 		writeLine(&out, prefix+side, medians(rounds), rounds)
 	}
-	os.Stdout.Write(out.Bytes())
+	if last {
+		os.Stdout.Write(out.Bytes())
+	}
 	if d.out != "" {
 		return os.WriteFile(d.out, out.Bytes(), 0o644)
 	}

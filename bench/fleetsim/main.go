@@ -8,7 +8,7 @@
 //
 // Every member's namespace holds objects of its own: ConfigMaps and
 // Deployments whose names, labels and data are drawn from a seeded generator
-// (1 to 6 KB of data per ConfigMap, 2 to 5 KB per Deployment), carrying
+// (1 to 4 KB of data per ConfigMap, 1.5 to 4 KB per Deployment), carrying
 // managed fields as a real fleet's do (created, then changed with
 // server-side apply).
 //

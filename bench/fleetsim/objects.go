@@ -59,7 +59,7 @@ func memberLabels(r *rand.Rand, m int, app string) map[string]string {
 }
 
 // configMap is member m's ConfigMap k at version: 3 to 8 keys of settings
-// and one configuration file, 1 to 6 KB of data in all.
+// and one configuration file, 1 to 4 KB of data in all.
 func configMap(seed uint64, ns string, m, k int, version string) *corev1ac.ConfigMapApplyConfiguration {
 	r := gen(seed, m, k)
 	app := word(r) + "-" + word(r)
@@ -69,7 +69,7 @@ func configMap(seed uint64, ns string, m, k int, version string) *corev1ac.Confi
 		data[word(r)+"."+word(r)] = text(r, 8+r.IntN(120))
 	}
 	var file strings.Builder
-	size := 1024 + r.IntN(5*1024)
+	size := 512 + r.IntN(2560)
 	for file.Len() < size {
 		fmt.Fprintf(&file, "%s:\n  %s: %q\n  replicas: %d\n", word(r), word(r), text(r, 20+r.IntN(60)), r.IntN(10))
 	}
@@ -79,7 +79,7 @@ func configMap(seed uint64, ns string, m, k int, version string) *corev1ac.Confi
 
 // deployment is member m's Deployment k: one to three containers with
 // environment, ports, resources and probes, and an annotation of
-// description, 2 to 5 KB in all.
+// description, 1.5 to 4 KB in all.
 func deployment(seed uint64, ns string, m, k int) *appsv1ac.DeploymentApplyConfiguration {
 	r := gen(seed, m, 1<<20|k)
 	app := word(r) + "-" + word(r)
@@ -94,7 +94,7 @@ func deployment(seed uint64, ns string, m, k int) *appsv1ac.DeploymentApplyConfi
 		podLabels[key] = v
 	}
 	spec := corev1ac.PodSpec().WithServiceAccountName(app)
-	for c := range 1 + r.IntN(3) {
+	for c := range 1 + r.IntN(2) {
 		ctr := corev1ac.Container().
 			WithName(fmt.Sprintf("%s-%d", word(r), c)).
 			WithImage(fmt.Sprintf("registry.example.com/%s/%s:v%d.%d.%d", words[m%len(words)], word(r), r.IntN(5), r.IntN(30), r.IntN(100))).
@@ -111,7 +111,7 @@ func deployment(seed uint64, ns string, m, k int) *appsv1ac.DeploymentApplyConfi
 	}
 	return appsv1ac.Deployment(name, ns).
 		WithLabels(labels).
-		WithAnnotations(map[string]string{"example.com/description": text(r, 200+r.IntN(1200))}).
+		WithAnnotations(map[string]string{"example.com/description": text(r, 100+r.IntN(600))}).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(int32(1 + r.IntN(5))).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selector)).
