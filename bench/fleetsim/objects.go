@@ -99,7 +99,7 @@ func deployment(seed uint64, ns string, m, k int) *appsv1ac.DeploymentApplyConfi
 			WithName(fmt.Sprintf("%s-%d", word(r), c)).
 			WithImage(fmt.Sprintf("registry.example.com/%s/%s:v%d.%d.%d", words[m%len(words)], word(r), r.IntN(5), r.IntN(30), r.IntN(100))).
 			WithArgs("--"+word(r)+"="+word(r), "--log-level=info", fmt.Sprintf("--port=%d", 8000+r.IntN(1000))).
-			WithPorts(corev1ac.ContainerPort().WithName("http").WithContainerPort(int32(8000 + r.IntN(1000)))).
+			WithPorts(corev1ac.ContainerPort().WithName(fmt.Sprintf("http-%d", c)).WithContainerPort(int32(8000 + c))).
 			WithResources(corev1ac.ResourceRequirements().
 				WithRequests(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(fmt.Sprintf("%dm", 50+r.IntN(500))), corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dMi", 64+r.IntN(512)))}).
 				WithLimits(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(fmt.Sprintf("%dMi", 600+r.IntN(1024)))})).
