@@ -24,7 +24,8 @@ import (
 // rotates (round 1 a b c, round 2 b c a, ...), each side once the API
 // servers' long-running requests are back at what they were before the
 // first. Each side's figures are compared with the floor's of the same round
-// (client-go, or client-go-serial for a serial side); the lines printed are
+// (client-go, or client-go-serial for a serial side; and, for a concurrent
+// side of the library, client-go-tuned as tuned-*-ratio); the lines printed are
 // Go benchmark lines, one per side and round and one per side with the
 // medians over the rounds and, for the ratios, their min and max.
 type driveOptions struct {
@@ -88,14 +89,17 @@ func (d driveOptions) write(results map[string][]line, sides []string, o options
 		o.members, o.servers, o.configMaps, o.deployments, o.update, rounds)
 	prefix := fmt.Sprintf("BenchmarkFleet/members=%d/", o.members)
 	for _, side := range sides {
-		floor := results[floorOf(side)]
+		floor, tuned := results[floorOf(side)], results["client-go-tuned"]
 		var rounds []line
 		if len(results[side]) == 0 {
 			continue
 		}
 		for r, l := range results[side] {
 			if side != floorOf(side) && r < len(floor) {
-				l = withRatios(l, floor[r])
+				l = withRatios(l, floor[r], "")
+			}
+			if !strings.HasPrefix(side, "client-go") && !strings.HasSuffix(side, "-serial") && r < len(tuned) {
+				l = withRatios(l, tuned[r], "tuned-")
 			}
 			rounds = append(rounds, l)
 			writeLine(&out, fmt.Sprintf("%s%s-round%d", prefix, side, r+1), l, nil)
@@ -119,13 +123,15 @@ var ratioOf = map[string]string{
 	"µs-cpu/event":     "event-cpu-ratio",
 }
 
-func withRatios(l, floor line) line {
+// withRatios adds to l its ratios to floor's figures, named prefix+ratioOf.
+func withRatios(l, floor line, prefix string) line {
 	out := line{units: slices.Clone(l.units), values: map[string]float64{}}
 	for u, v := range l.values {
 		out.values[u] = v
 	}
 	for _, u := range l.units {
 		if ratio, ok := ratioOf[u]; ok && floor.values[u] != 0 {
+			ratio = prefix + ratio
 			out.units = append(out.units, ratio)
 			out.values[ratio] = l.values[u] / floor.values[u]
 		}
