@@ -16,10 +16,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
 	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
@@ -28,8 +26,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
@@ -246,15 +242,7 @@ func fleetControllers(b *testing.B, mgr mcmanager.Manager, f *simFleet, total *a
 // fleetsim's first API server, used for nothing but the manager's own
 // set-up), logging, metrics and probes off.
 func fleetMCManager(b *testing.B, f *simFleet, provider multicluster.Provider) mcmanager.Manager {
-	mgr, err := mcmanager.New(rest.CopyConfig(f.host), provider, manager.Options{
-		Metrics:                server.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Logger:                 managerLogger(),
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return mgr
+	return newManagerOn(b, rest.CopyConfig(f.host), provider)
 }
 
 // fleetLibrary is the library's side: a provider that knows every member
@@ -371,44 +359,23 @@ func fleetMeasured(b *testing.B, f *simFleet, begin time.Time, cpu0 time.Duratio
 // instead of JSON, no compressed responses, and managed fields dropped
 // before an object is stored.
 func fleetFloor(b *testing.B, f *simFleet, serial, tuned bool) fleetResult {
-	type key struct {
-		member     int
-		deployment bool
-		types.NamespacedName
-	}
 	var done atomic.Int64
 	heap0, g0 := heapAndGoroutines()
 	stopProfile := cpuProfile(b, "fleet-"+os.Getenv("FLEET_SIDE"))
 	defer stopProfile()
 	begin, cpu0 := time.Now(), processCPU()
 	ctx, cancel := context.WithCancel(context.Background())
-	q := workqueue.NewTyped[key]()
-	type pair struct {
-		cms, deps toolscache.SharedIndexInformer
-	}
-	informers := make([]pair, len(f.members))
+	q := workqueue.NewTyped[floorKey]()
+	informers := make([]informerPair, len(f.members))
 	var started sync.WaitGroup
 	for i, m := range f.members {
 		start := func() {
 			inform := func(lw toolscache.ListerWatcher, obj kruntime.Object, deployment bool) toolscache.SharedIndexInformer {
-				inf := toolscache.NewSharedIndexInformer(lw, obj, 0, toolscache.Indexers{})
+				var transform toolscache.TransformFunc
 				if tuned {
-					_ = inf.SetTransform(crcache.TransformStripManagedFields())
+					transform = crcache.TransformStripManagedFields()
 				}
-				enqueue := func(obj any) {
-					if o, ok := obj.(metav1.Object); ok {
-						q.Add(key{i, deployment, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
-					}
-				}
-				if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-					AddFunc:    enqueue,
-					UpdateFunc: func(_, obj any) { enqueue(obj) },
-					DeleteFunc: enqueue,
-				}); err != nil {
-					b.Error(err)
-				}
-				go inf.Run(ctx.Done())
-				return inf
+				return startFloorInformer(b, ctx, q, lw, obj, i, deployment, transform)
 			}
 			cfg := m.config
 			if tuned {
@@ -443,29 +410,10 @@ func fleetFloor(b *testing.B, f *simFleet, serial, tuned bool) fleetResult {
 		}
 	}
 	started.Wait()
-	var workers sync.WaitGroup
-	for range 16 {
-		workers.Go(func() {
-			for {
-				k, shutdown := q.Get()
-				if shutdown {
-					return
-				}
-				inf := informers[k.member].cms
-				if k.deployment {
-					inf = informers[k.member].deps
-				}
-				if _, ok, err := inf.GetIndexer().GetByKey(k.Namespace + "/" + k.Name); err == nil && ok {
-					done.Add(1)
-				}
-				q.Done(k)
-			}
-		})
-	}
+	stopWorkers := floorWorkers(q, informers, &done)
 	defer func() {
 		cancel()
-		q.ShutDown()
-		workers.Wait()
+		stopWorkers()
 	}()
 	return fleetMeasured(b, f, begin, cpu0, heap0, g0, done.Load, stopProfile)
 }

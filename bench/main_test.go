@@ -126,7 +126,12 @@ func inNamespace(ns string) cluster.Option {
 // newManager returns a Multi-Cluster Manager on the benchmark server with
 // logging, metrics and probes off.
 func newManager(b *testing.B, provider multicluster.Provider) mcmanager.Manager {
-	mgr, err := mcmanager.New(config(), provider, manager.Options{
+	return newManagerOn(b, config(), provider)
+}
+
+// newManagerOn is newManager with cfg as the host.
+func newManagerOn(b *testing.B, cfg *rest.Config, provider multicluster.Provider) mcmanager.Manager {
+	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Metrics:                server.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 managerLogger(),
