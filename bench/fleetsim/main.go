@@ -102,20 +102,23 @@ func main() {
 	flag.DurationVar(&o.lifetime, "lifetime", time.Hour, fmt.Sprintf("stop after this long (at most %s)", maxLifetime))
 	o.drive.register(flag.CommandLine)
 	flag.Parse()
-	if err := run(o); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		stop()
 		log.Fatal(err)
 	}
 }
 
-func run(o options) error {
+// run serves the fleet until ctx ends or o.lifetime passes (or, with
+// -drive, the rounds are done).
+func run(ctx context.Context, o options) error {
 	if o.members < 1 || o.members > maxMembers || o.servers < 1 || o.servers > 8 || o.lifetime <= 0 || o.lifetime > maxLifetime ||
 		o.configMaps < 1 || o.deployments < 0 || o.update > o.configMaps {
 		return errors.New("fleetsim: -members 1..20000, -servers 1..8, -lifetime up to 4h, -configmaps ≥ 1, -update ≤ -configmaps")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.lifetime)
+	ctx, cancel := context.WithTimeout(ctx, o.lifetime)
 	defer cancel()
-	ctx, stopSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	defer stopSignals()
 
 	if o.dir == "" {
 		d, err := os.MkdirTemp("", "fleetsim-")
