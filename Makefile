@@ -12,7 +12,7 @@ BENCH ?= .
 # The benchmarks drive real API servers; one iteration each gives their figures.
 BENCHTIME ?= 1x
 
-.PHONY: all test lint bench demo envtest-assets staticcheck controller-gen generate verify-generate docs docs-check plots
+.PHONY: all test lint bench bench-fleet demo envtest-assets staticcheck controller-gen generate verify-generate docs docs-check plots
 
 all: lint test
 
@@ -74,6 +74,21 @@ bench:
 		(cd "$$dir" && $(GO) test -run '^$$' -bench '$(BENCH)' -benchtime=$(BENCHTIME) -benchmem -count=1 ./...) || fail=1; \
 	done; exit $$fail
 
+# bench-fleet's simulated fleet (bench/fleetsim): members, rounds, the sides
+# of BenchmarkFleet run in processes of their own, more fleetsim flags
+# (e.g. FLEET_ARGS='-configmaps 20 -deployments 0'), and where the figures go.
+FLEET_MEMBERS ?= 1000
+FLEET_ROUNDS ?= 3
+FLEET_SIDES ?= client-go,library,adopted-concurrent,controller-runtime,client-go-serial,adopted-serial
+FLEET_ARGS ?=
+FLEET_OUTPUT ?= docs/advanced/bench-fleet-output.txt
+## bench-fleet: the scale benchmarks against a simulated fleet of distinct servers, CAs and identities (bench/fleetsim).
+bench-fleet:
+	@assets="$$(hack/envtest-assets.sh)" || exit 1; export KUBEBUILDER_ASSETS="$$assets"; mkdir -p $(BIN); \
+	$(GO) test -c -o $(BIN)/bench.test ./bench && $(GO) build -o $(BIN)/fleetsim ./bench/fleetsim && \
+	$(BIN)/fleetsim -members $(FLEET_MEMBERS) -rounds $(FLEET_ROUNDS) -sides $(FLEET_SIDES) -lifetime 3h \
+		-drive $(BIN)/bench.test -out $(FLEET_OUTPUT) $(FLEET_ARGS)
+
 ## demo: the quickstart: a ConfigMap controller over a local fleet of real control planes (file provider).
 demo:
 	@assets="$$(hack/envtest-assets.sh)" || exit 1; export KUBEBUILDER_ASSETS="$$assets"; \
@@ -92,6 +107,6 @@ BENCH_OUTPUT ?= docs/advanced/bench-output.txt
 # Optional reference run of another revision on the same machine, as label=path
 # (e.g. BENCH_REF=main@1a2b3c=/tmp/bench-main.txt): drawn beside this one.
 BENCH_REF ?=
-## plots: draw the book's benchmark plots (SVG) from $(BENCH_OUTPUT) and $(BENCH_REF).
+## plots: draw the book's benchmark plots (SVG) from $(BENCH_OUTPUT), $(FLEET_OUTPUT) and $(BENCH_REF).
 plots:
-	@$(GO) run ./hack/benchplot -in this=$(BENCH_OUTPUT) $(if $(BENCH_REF),-in $(BENCH_REF)) -out docs/images
+	@cat $(BENCH_OUTPUT) $(wildcard $(FLEET_OUTPUT)) | $(GO) run ./hack/benchplot -in this=- $(if $(BENCH_REF),-in $(BENCH_REF)) -out docs/images

@@ -38,6 +38,10 @@ var apiServer *fleettest.Fleet
 func TestMain(m *testing.M) {
 	// Reconcilers' client calls log through the controller's logger.
 	ctrllog.SetLogger(logr.Discard())
+	if os.Getenv("FLEET") != "" {
+		// BenchmarkFleet, one side of it, against fleetsim's members.
+		os.Exit(m.Run())
+	}
 	testbed.MustProvideAssets()
 	fleettest.RunMainWithOptions(m, 1, fleettest.Options{APIServerFlags: map[string]string{
 		// A thousand clusters list at once; the defaults (400/200) would make
@@ -122,7 +126,12 @@ func inNamespace(ns string) cluster.Option {
 // newManager returns a Multi-Cluster Manager on the benchmark server with
 // logging, metrics and probes off.
 func newManager(b *testing.B, provider multicluster.Provider) mcmanager.Manager {
-	mgr, err := mcmanager.New(config(), provider, manager.Options{
+	return newManagerOn(b, config(), provider)
+}
+
+// newManagerOn is newManager with cfg as the host.
+func newManagerOn(b *testing.B, cfg *rest.Config, provider multicluster.Provider) mcmanager.Manager {
+	mgr, err := mcmanager.New(cfg, provider, manager.Options{
 		Metrics:                server.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Logger:                 managerLogger(),

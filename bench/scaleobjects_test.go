@@ -229,42 +229,20 @@ func cachedGetOf(mgr mcmanager.Manager, obj client.Object, count func(mcreconcil
 // cluster an informer per type, with the same field selector and no
 // transform.
 func objectsFloor(b *testing.B, s objectSpec, w *objectWriter, round int) objectsResult {
-	type key struct {
-		cluster    int
-		deployment bool
-		types.NamespacedName
-	}
 	var done atomic.Int64
 	heap0, g0 := heapAndGoroutines()
 	stopProfile := cpuProfile(b, fmt.Sprintf("objects-client-go-%d-round%d", s.clusters, round))
 	defer stopProfile()
 	begin, cpu0 := time.Now(), processCPU()
 	ctx, cancel := context.WithCancel(context.Background())
-	q := workqueue.NewTyped[key]()
-	type pair struct {
-		cms, deps toolscache.SharedIndexInformer
-	}
-	informers := make([]pair, s.clusters)
+	q := workqueue.NewTyped[floorKey]()
+	informers := make([]informerPair, s.clusters)
 	selector := func(o *metav1.ListOptions) { o.FieldSelector = "metadata.namespace=" + s.ns }
 	var started sync.WaitGroup
 	for i := range s.clusters {
 		started.Go(func() {
 			start := func(lw toolscache.ListerWatcher, obj kruntime.Object, deployment bool) toolscache.SharedIndexInformer {
-				inf := toolscache.NewSharedIndexInformer(lw, obj, 0, toolscache.Indexers{})
-				enqueue := func(obj any) {
-					if o, ok := obj.(metav1.Object); ok {
-						q.Add(key{i, deployment, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
-					}
-				}
-				if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-					AddFunc:    enqueue,
-					UpdateFunc: func(_, obj any) { enqueue(obj) },
-					DeleteFunc: enqueue,
-				}); err != nil {
-					b.Error(err)
-				}
-				go inf.Run(ctx.Done())
-				return inf
+				return startFloorInformer(b, ctx, q, lw, obj, i, deployment, nil)
 			}
 			core, err := corev1client.NewForConfig(config())
 			if err != nil {
@@ -283,6 +261,55 @@ func objectsFloor(b *testing.B, s objectSpec, w *objectWriter, round int) object
 		})
 	}
 	started.Wait()
+	stopWorkers := floorWorkers(q, informers, &done)
+	defer func() {
+		cancel()
+		stopWorkers()
+	}()
+	return measured(b, s, w, side{name: "client-go", begin: begin, cpu0: cpu0, heap0: heap0, g0: g0, done: done.Load, stopProfile: stopProfile})
+}
+
+// floorKey is a request of the floor's workqueue: a cluster's ConfigMap or
+// Deployment.
+type floorKey struct {
+	cluster    int
+	deployment bool
+	types.NamespacedName
+}
+
+// startFloorInformer runs an informer of the floor for cluster i, its events
+// queued to q as floorKeys, transform (if not nil) applied to what it stores.
+func startFloorInformer(b *testing.B, ctx context.Context, q workqueue.TypedInterface[floorKey], lw toolscache.ListerWatcher,
+	obj kruntime.Object, i int, deployment bool, transform toolscache.TransformFunc) toolscache.SharedIndexInformer {
+	inf := toolscache.NewSharedIndexInformer(lw, obj, 0, toolscache.Indexers{})
+	if transform != nil {
+		_ = inf.SetTransform(transform)
+	}
+	enqueue := func(obj any) {
+		if o, ok := obj.(metav1.Object); ok {
+			q.Add(floorKey{i, deployment, types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}})
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueue,
+		UpdateFunc: func(_, obj any) { enqueue(obj) },
+		DeleteFunc: enqueue,
+	}); err != nil {
+		b.Error(err)
+	}
+	go inf.Run(ctx.Done())
+	return inf
+}
+
+// informerPair is a cluster's informers on the floor's side.
+type informerPair struct {
+	cms, deps toolscache.SharedIndexInformer
+}
+
+// floorWorkers starts the floor's 16 workers: each takes a request from q,
+// reads the object from its cluster's informer store and counts it in done.
+// The returned function shuts q down and waits for them.
+func floorWorkers(q workqueue.TypedInterface[floorKey], informers []informerPair, done *atomic.Int64) (stop func()) {
 	var workers sync.WaitGroup
 	for range 16 {
 		workers.Go(func() {
@@ -302,12 +329,10 @@ func objectsFloor(b *testing.B, s objectSpec, w *objectWriter, round int) object
 			}
 		})
 	}
-	defer func() {
-		cancel()
+	return func() {
 		q.ShutDown()
 		workers.Wait()
-	}()
-	return measured(b, s, w, side{name: "client-go", begin: begin, cpu0: cpu0, heap0: heap0, g0: g0, done: done.Load, stopProfile: stopProfile})
+	}
 }
 
 // objectWriter writes the benchmark's objects with server-side apply, over

@@ -85,6 +85,14 @@ var Plots = []plot{
 		"µs of CPU per event (lower is better)", "µs-cpu/event"),
 	objectsPlot("scale-objects-all-reconciled", "Clusters with 250 objects each: time until every object is reconciled",
 		"seconds (lower is better)", "s/all-reconciled"),
+	fleetPlot("fleet-heap", "Heap per member once every object is reconciled: a simulated fleet of distinct servers and identities",
+		"KB per member (lower is better)", "KB-heap/cluster"),
+	fleetPlot("fleet-cpu", "CPU per member until every object is reconciled: a simulated fleet",
+		"ms of CPU per member (lower is better)", "ms-cpu/cluster"),
+	fleetPlot("fleet-event-cpu", "CPU per update event: a simulated fleet",
+		"µs of CPU per event (lower is better)", "µs-cpu/event"),
+	fleetPlot("fleet-all-reconciled", "Time until every object of every member is reconciled: a simulated fleet",
+		"seconds (lower is better)", "s/all-reconciled"),
 	{file: "probe-cpu", family: "ProbeCost", title: "CPU per health probe, 1,000 engaged clusters at the default interval",
 		axis: "µs of CPU per probe (lower is better)", xaxis: "",
 		series: []series{{"cpu-µs/probe", "multicluster-runtime", ""}}},
@@ -109,6 +117,21 @@ func objectsPlot(file, title, axis, unit string) plot {
 	}}
 }
 
+// fleetPlot draws a metric of BenchmarkFleet (bench/fleetsim's simulated
+// fleet, one process per side, medians over rounds) by fleet size: the
+// library's two paths and controller-runtime's cluster.New beside the
+// client-go floor, with client-go's defaults and tuned as the library's
+// caches are.
+func fleetPlot(file, title, axis, unit string) plot {
+	return plot{file: file, family: "Fleet", title: title, axis: axis, xaxis: "members x 250 objects each", series: []series{
+		{unit, "multicluster-runtime, NewCluster", "library"},
+		{unit, "multicluster-runtime, custom provider (Add)", "adopted-concurrent"},
+		{unit, "multicluster-runtime over cluster.New", "controller-runtime"},
+		{unit, "bare client-go informers, defaults (floor)", "client-go"},
+		{unit, "bare client-go, protobuf, no gzip, no managed fields", "client-go-tuned"},
+	}}
+}
+
 // result is one benchmark line: family, sub-benchmark parameter, metrics.
 type result struct {
 	family, param string
@@ -123,7 +146,7 @@ func (i *inputs) Set(v string) error { *i = append(*i, v); return nil }
 
 func main() {
 	var in inputs
-	flag.Var(&in, "in", "benchmark output, as path or label=path; repeat it for references from other revisions (default: standard input)")
+	flag.Var(&in, "in", "benchmark output, as path or label=path (path - is standard input); repeat it for references from other revisions (default: standard input)")
 	out := flag.String("out", "docs/images", "directory for the SVG files")
 	flag.Parse()
 	if err := run(in, *out); err != nil {
@@ -152,12 +175,18 @@ func run(in inputs, out string) error {
 		if !ok {
 			label, path = "", spec
 		}
-		f, err := os.Open(path)
-		if err != nil {
-			return err
+		var rs []result
+		var err error
+		if path == "-" {
+			rs, err = parse(os.Stdin)
+		} else {
+			f, openErr := os.Open(path)
+			if openErr != nil {
+				return openErr
+			}
+			rs, err = parse(f)
+			_ = f.Close()
 		}
-		rs, err := parse(f)
-		_ = f.Close()
 		if err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
