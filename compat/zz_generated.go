@@ -90,6 +90,8 @@ type Result = mcr.Result
 //
 // Deprecated: as in controller-runtime, API packages should not depend on a
 // controller library: use k8s.io/apimachinery/pkg/runtime.NewSchemeBuilder.
+//
+//lint:ignore SA1019 upstream's path for the library's deprecated name, kept deprecated
 type SchemeBuilder = mcr.SchemeBuilder
 
 // SetControllerReference is the value of [mcr.SetControllerReference].

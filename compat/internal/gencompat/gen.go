@@ -212,9 +212,16 @@ func (g *fileGen) comment(name, what string) string {
 		for _, line := range strings.Split(dep, "\n") {
 			b.WriteString(strings.TrimRight("// "+line, " ") + "\n")
 		}
+		if _, isFunc := g.pkg.types.Scope().Lookup(name).(*types.Func); !isFunc {
+			b.WriteString("//\n" + lintIgnore + "\n")
+		}
 	}
 	return b.String()
 }
+
+// lintIgnore keeps staticcheck from reporting the use of a deprecated name
+// of the library's where this module gives it upstream's path.
+const lintIgnore = "//lint:ignore SA1019 upstream's path for the library's deprecated name, kept deprecated"
 
 // deprecation returns the paragraph of doc that starts with "Deprecated:".
 func deprecation(doc string) string {
@@ -330,6 +337,9 @@ func (g *fileGen) fn(b *strings.Builder, fn *types.Func) error {
 	}
 	b.WriteString(g.comment(name, "calls"))
 	fmt.Fprintf(b, "func %s%s(%s) %s {\n\t", name, tdecl, strings.Join(params, ", "), res)
+	if deprecation(g.pkg.docs[name]) != "" {
+		b.WriteString(lintIgnore + "\n\t")
+	}
 	if len(results) > 0 {
 		b.WriteString("return ")
 	}

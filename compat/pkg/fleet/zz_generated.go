@@ -64,6 +64,8 @@ type Engine = mcfleet.Engine
 // Deprecated: Engage no longer returns it: an adopted cluster owned
 // elsewhere waits, as every member does, and is engaged once this replica
 // owns it. Kept so that callers that test for it still build.
+//
+//lint:ignore SA1019 upstream's path for the library's deprecated name, kept deprecated
 var ErrNotOwned = mcfleet.ErrNotOwned
 
 // FlapThreshold is [mcfleet.FlapThreshold].

@@ -39,6 +39,8 @@ const ConditionJoined = mcv1alpha1.ConditionJoined
 // CredentialProvider is [mcv1alpha1.CredentialProvider].
 //
 // Deprecated: use AccessProvider.
+//
+//lint:ignore SA1019 upstream's path for the library's deprecated name, kept deprecated
 type CredentialProvider = mcv1alpha1.CredentialProvider
 
 // GroupVersion is the value of [mcv1alpha1.GroupVersion].
