@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Release the modules of this repository at one version, in the order Go
-# needs: the root module first, then the provider modules, which require the
-# root by that released version (never through a replace, which Go ignores in
-# a dependency).
+# needs: the root module first, then the provider modules and the
+# compatibility module (compat/, module path sigs.k8s.io/multicluster-runtime),
+# which require the root by that released version (never through a replace,
+# which Go ignores in a dependency).
 #
 #   hack/release.sh root VERSION        tag the root module (then push the tag)
 #   hack/release.sh providers VERSION   once the proxy serves the root at VERSION:
-#                                       bump the providers to it, commit, tag them
+#                                       bump the providers and compat to it,
+#                                       commit, tag them (compat/VERSION included)
 #
 # VERSION is a semantic version such as v0.1.0. Nothing is pushed: each step
 # prints the `git push` to run. docs/contributing/releasing.md explains the
@@ -14,7 +16,10 @@
 set -euo pipefail
 
 ROOT_MODULE=github.com/mcruntime/multicluster-runtime
-PROVIDERS=(providers/kind providers/cluster-api)
+# The modules that require the root: the providers with modules of their own,
+# and the compatibility module, whose tag compat/VERSION lets a program write
+# replace sigs.k8s.io/multicluster-runtime => github.com/mcruntime/multicluster-runtime/compat VERSION.
+PROVIDERS=(providers/kind providers/cluster-api compat)
 
 die() { echo "release: $*" >&2; exit 1; }
 
