@@ -14,7 +14,10 @@
 //   - a call of this library's whose two arguments are the other way round
 //     from its parameters (a cluster name and something else, as
 //     mchandler.ForCluster(handler, name) against ForCluster(name, handler))
-//     gets them swapped.
+//     gets them swapped,
+//   - a call of this library's that lacks only a leading context gets the
+//     ctx in scope, and one that passes a context the function does not take
+//     loses it.
 //
 // What it cannot rewrite, it prints with the line of docs/migration.md that
 // says what to write, and exits with status 1. -n prints what it would do

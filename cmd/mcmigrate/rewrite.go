@@ -99,6 +99,15 @@ func (m *migration) rewriteCalls() {
 						return false
 					}
 				}
+				if hasError(call) {
+					if e, what, ok := contextArgument(u, call, off); ok {
+						edits = append(edits, e)
+						it := Item{Pos: m.fset.Position(call.Pos()), What: what + " in " + text(call.Fun) + "(...)"}
+						it.PageRef, it.Page = pageLineFor([]string{calleeName(call)})
+						m.rep.Rewritten = append(m.rep.Rewritten, it)
+						return true
+					}
+				}
 				if len(call.Args) == 2 && hasError(call) {
 					if i, j, ok := swapped(u.info, call); ok {
 						a, b := call.Args[i], call.Args[j]
@@ -227,4 +236,68 @@ func namesAt(u *unit, pos token.Pos) []string {
 		}
 	}
 	return names
+}
+
+// isContext reports whether t is context.Context.
+func isContext(t types.Type) bool {
+	if t == nil {
+		return false
+	}
+	n, ok := types.Unalias(t).(*types.Named)
+	return ok && n.Obj().Pkg() != nil && n.Obj().Pkg().Path() == "context" && n.Obj().Name() == "Context"
+}
+
+// contextArgument returns the edit for a call of this library's that
+// differs from its parameters by a leading context only: one that lacks it
+// gets the ctx in scope (none in scope: no edit), one that passes a context
+// the function does not take loses it.
+func contextArgument(u *unit, call *ast.CallExpr, off func(token.Pos) int) (edit, string, bool) {
+	fn := callee(u.info, call)
+	if fn == nil || !fromLibrary(fn) || call.Ellipsis.IsValid() {
+		return edit{}, "", false
+	}
+	sig := fn.Type().(*types.Signature)
+	np, na := sig.Params().Len(), len(call.Args)
+	if sig.Variadic() {
+		return edit{}, "", false
+	}
+	argIsContext := na > 0 && isContext(u.info.Types[call.Args[0]].Type)
+	switch {
+	case na == np-1 && isContext(sig.Params().At(0).Type()) && !argIsContext:
+		ctx := contextInScope(u, call.Lparen)
+		if ctx == "" {
+			return edit{}, "", false
+		}
+		text := ctx
+		if na > 0 {
+			text += ", "
+		}
+		at := off(call.Lparen) + 1
+		return edit{at, at, text}, "passed " + ctx + " first", true
+	case na == np+1 && argIsContext && (np == 0 || !isContext(sig.Params().At(0).Type())):
+		end := off(call.Rparen)
+		if na > 1 {
+			end = off(call.Args[1].Pos())
+		}
+		return edit{off(call.Args[0].Pos()), end, ""}, "dropped the context argument", true
+	}
+	return edit{}, "", false
+}
+
+// contextInScope returns "ctx" if a context.Context of that name is in
+// scope at pos.
+func contextInScope(u *unit, pos token.Pos) string {
+	if u.pkg == nil {
+		return ""
+	}
+	scope := u.pkg.Scope().Innermost(pos)
+	if scope == nil {
+		return ""
+	}
+	if _, obj := scope.LookupParent("ctx", pos); obj != nil {
+		if v, ok := obj.(*types.Var); ok && isContext(v.Type()) {
+			return "ctx"
+		}
+	}
+	return ""
 }
