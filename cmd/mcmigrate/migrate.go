@@ -196,8 +196,12 @@ type migration struct {
 // goCmd runs the go command on the module, with go.mod as edited: a copy,
 // written over the module's at the end.
 func (m *migration) goCmd(args ...string) *exec.Cmd {
+	return m.goCmdWith(filepath.Join(m.tmp, "go.mod"), args...)
+}
+
+func (m *migration) goCmdWith(modFile string, args ...string) *exec.Cmd {
 	if len(args) > 1 && args[0] != "mod" {
-		args = append([]string{args[0], "-modfile=" + filepath.Join(m.tmp, "go.mod")}, args[1:]...)
+		args = append([]string{args[0], "-modfile=" + modFile}, args[1:]...)
 	}
 	cmd := exec.Command("go", args...)
 	cmd.Dir = m.opts.Dir
@@ -225,7 +229,6 @@ func (m *migration) goMod() error {
 	}
 	var mod struct {
 		Require []struct{ Path, Version string }
-		Replace []struct{ Old struct{ Path string } }
 	}
 	if err := json.Unmarshal(out, &mod); err != nil {
 		return fmt.Errorf("go mod edit -json: %w", err)
@@ -250,12 +253,8 @@ func (m *migration) goMod() error {
 		}
 		want[target] = true
 	}
-	for _, r := range mod.Replace {
-		if strings.HasPrefix(r.Old.Path, UpstreamModule) {
-			edits = append(edits, "-dropreplace="+r.Old.Path)
-			m.rep.GoMod = append(m.rep.GoMod, "dropped the replace of "+r.Old.Path)
-		}
-	}
+	// A replace of upstream's module stays: a dependency built on upstream
+	// still needs it, pointing at the compatibility module (docs/migration.md).
 	var targets []string
 	for t := range want {
 		targets = append(targets, t)
@@ -293,7 +292,20 @@ func errText(err error) error {
 // find lists the module's packages and reads their files, imports not
 // resolved (they are upstream's yet).
 func (m *migration) find() error {
-	pkgs, err := m.list(append([]string{"list", "-e", "-find", "-json=ImportPath,Dir,GoFiles,TestGoFiles,XTestGoFiles,ForTest,Module"}, m.opts.Patterns...)...)
+	// On a copy of the edited go.mod: resolving the packages' imports, which
+	// are upstream's yet, may add requirements that are not to stay.
+	findMod := filepath.Join(m.tmp, "find", "go.mod")
+	if err := os.MkdirAll(filepath.Dir(findMod), 0o755); err != nil {
+		return err
+	}
+	for _, name := range []string{"go.mod", "go.sum"} {
+		if data, err := os.ReadFile(filepath.Join(m.tmp, name)); err == nil {
+			if err := os.WriteFile(filepath.Join(m.tmp, "find", name), data, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	pkgs, err := m.listWith(findMod, append([]string{"list", "-e", "-find", "-json=ImportPath,Dir,GoFiles,TestGoFiles,XTestGoFiles,ForTest,Module"}, m.opts.Patterns...)...)
 	if err != nil {
 		return err
 	}
@@ -333,7 +345,11 @@ func (m *migration) find() error {
 }
 
 func (m *migration) list(args ...string) ([]listed, error) {
-	cmd := m.goCmd(args...)
+	return m.listWith(filepath.Join(m.tmp, "go.mod"), args...)
+}
+
+func (m *migration) listWith(modFile string, args ...string) ([]listed, error) {
+	cmd := m.goCmdWith(modFile, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

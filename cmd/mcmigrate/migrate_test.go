@@ -61,7 +61,10 @@ func TestMigrateAProgramOfTheUpstreamDesign(t *testing.T) {
 		t.Fatal(err)
 	}
 	requires := libMod[bytes.Index(libMod, []byte("\nrequire"))+1:]
-	writeFile(t, filepath.Join(dir, "go.mod"), string(mod)+string(requires))
+	// A dependency built on upstream would need the compatibility module:
+	// the replace stays.
+	compatReplace := "replace " + UpstreamModule + " => " + filepath.Join(root, "compat") + "\n"
+	writeFile(t, filepath.Join(dir, "go.mod"), string(mod)+string(requires)+"\n"+compatReplace)
 	copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, "go.sum"))
 
 	started := time.Now()
@@ -79,7 +82,8 @@ func TestMigrateAProgramOfTheUpstreamDesign(t *testing.T) {
 	t.Logf("report:\n%s", out.String())
 
 	gomod := readFile(t, filepath.Join(dir, "go.mod"))
-	if strings.Contains(gomod, "sigs.k8s.io/multicluster-runtime") || !strings.Contains(gomod, LibraryModule+" "+DefaultVersion) ||
+	if strings.Contains(gomod, UpstreamModule+" v") || !strings.Contains(gomod, UpstreamModule+" => "+filepath.Join(root, "compat")) ||
+		!strings.Contains(gomod, LibraryModule+" "+DefaultVersion) ||
 		!strings.Contains(gomod, LibraryModule+" => "+root) {
 		t.Errorf("go.mod not moved:\n%s", gomod)
 	}
