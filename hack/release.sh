@@ -9,6 +9,12 @@
 #   hack/release.sh providers VERSION   once the proxy serves the root at VERSION:
 #                                       bump the providers and compat to it,
 #                                       commit, tag them (compat/VERSION included)
+#   hack/release.sh compat-providers VERSION
+#                                       once the proxy serves the providers at
+#                                       VERSION: bump compat/providers/kind and
+#                                       compat/providers/cluster-api (upstream's
+#                                       paths of the separate providers) to
+#                                       them, commit, tag them
 #
 # VERSION is a semantic version such as v0.1.0. Nothing is pushed: each step
 # prints the `git push` to run. docs/contributing/releasing.md explains the
@@ -20,10 +26,13 @@ ROOT_MODULE=github.com/mcruntime/multicluster-runtime
 # and the compatibility module, whose tag compat/VERSION lets a program write
 # replace sigs.k8s.io/multicluster-runtime => github.com/mcruntime/multicluster-runtime/compat VERSION.
 PROVIDERS=(providers/kind providers/cluster-api compat)
+# The providers with modules of their own, whose compatibility modules
+# (compat/<dir>) require them: released once the proxy serves them.
+SEPARATE_PROVIDERS=(providers/kind providers/cluster-api)
 
 die() { echo "release: $*" >&2; exit 1; }
 
-[ $# -eq 2 ] || die "usage: hack/release.sh root|providers VERSION"
+[ $# -eq 2 ] || die "usage: hack/release.sh root|providers|compat-providers VERSION"
 step=$1 version=$2
 [[ $version =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]] || die "version $version is not a semantic version like v0.1.0"
 
@@ -62,5 +71,29 @@ providers)
 	echo "committed the bump and tagged ${tags[*]} at $(git rev-parse --short HEAD)"
 	echo "next: git push origin HEAD ${tags[*]}"
 	;;
-*) die "unknown step $step: root or providers" ;;
+compat-providers)
+	for dir in "${PROVIDERS[@]}"; do
+		git rev-parse -q --verify "refs/tags/$dir/$version" >/dev/null || die "tag the providers first: hack/release.sh providers $version"
+	done
+	for dir in "${SEPARATE_PROVIDERS[@]}"; do
+		module="$ROOT_MODULE/$dir"
+		GOWORK=off GOFLAGS=-mod=mod go list -m "$module@$version" >/dev/null ||
+			die "the module proxy does not serve $module@$version yet: push the tags and retry"
+		git rev-parse -q --verify "refs/tags/compat/$dir/$version" >/dev/null && die "tag compat/$dir/$version exists"
+		(cd "compat/$dir" && go mod edit -require="$module@$version" && GOWORK=off go mod tidy && GOWORK=off go build ./...)
+		sed -i -E "s#^replace $module v[^ ]+ => \./$dir\$#replace $module $version => ./$dir#" go.work
+		grep -q "^replace $module $version => ./$dir\$" go.work || die "go.work: no 'replace $module <version> => ./$dir' line to update"
+	done
+	(cd compat && go build ./...)
+	git add go.work "${SEPARATE_PROVIDERS[@]/#/compat/}"
+	git commit -q -m "compat: the separate providers' compatibility modules require them at $version"
+	tags=()
+	for dir in "${SEPARATE_PROVIDERS[@]}"; do
+		git tag -a "compat/$dir/$version" -m "compat/$dir $version"
+		tags+=("compat/$dir/$version")
+	done
+	echo "committed the bump and tagged ${tags[*]} at $(git rev-parse --short HEAD)"
+	echo "next: git push origin HEAD ${tags[*]}"
+	;;
+*) die "unknown step $step: root, providers or compat-providers" ;;
 esac

@@ -39,7 +39,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 	for _, stale := range Stale(compatDir, files) {
 		t.Errorf("%s is generated for a package the library no longer has: run go generate ./... in compat/", stale)
 	}
-	for _, pkg := range []string{"pkg/builder", "pkg/reconcile", "pkg/manager", "pkg/multicluster", "pkg/handler", "pkg/source", "pkg/controller", "pkg/clusters", "providers/multi"} {
+	for _, pkg := range []string{"pkg/builder", "pkg/reconcile", "pkg/manager", "pkg/multicluster", "pkg/handler", "pkg/source", "pkg/controller", "pkg/clusters", "providers/multi", "providers/kind", "providers/cluster-api"} {
 		if _, ok := files[filepath.Join(filepath.FromSlash(pkg), declFile)]; !ok {
 			t.Errorf("no package generated at upstream's %s", pkg)
 		}

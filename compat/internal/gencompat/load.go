@@ -90,11 +90,30 @@ func goList(dir string, args ...string) ([]listed, error) {
 	}
 }
 
+// SeparateModules are the library's providers with modules of their own;
+// each has a compatibility module of its own at upstream's path, in the
+// directory of the same name below compat/.
+var SeparateModules = []string{"providers/kind", "providers/cluster-api"}
+
+// libraryModule reports whether path is the library's root module or one of
+// its separate modules.
+func libraryModule(path string) bool {
+	if path == LibraryModule {
+		return true
+	}
+	for _, m := range SeparateModules {
+		if path == LibraryModule+"/"+m {
+			return true
+		}
+	}
+	return false
+}
+
 // public reports whether a package of the library is part of its API: the
-// root package and the packages under pkg/ and providers/, except main
-// packages and internal ones.
+// root package and the packages under pkg/ and providers/ (the separate
+// provider modules' included), except main packages and internal ones.
 func public(p listed) bool {
-	if p.Module == nil || p.Module.Path != LibraryModule || p.Name == "main" {
+	if p.Module == nil || !libraryModule(p.Module.Path) || p.Name == "main" {
 		return false
 	}
 	rel := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, LibraryModule), "/")
