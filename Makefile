@@ -48,9 +48,11 @@ $(BIN)/staticcheck-$(STATICCHECK_VERSION):
 INVENTORY_API := providers/cluster-inventory-api
 GENERATE_ARGS = object paths=./$(INVENTORY_API)/apis/... crd paths=./$(INVENTORY_API)/apis/...
 
-## generate: regenerate the ClusterProfile deepcopy functions and CRD with the pinned controller-gen.
+## generate: regenerate the ClusterProfile deepcopy functions and CRD with the pinned controller-gen,
+## and the compatibility modules (compat/) from the library's API.
 generate: controller-gen
 	$(BIN)/controller-gen $(GENERATE_ARGS) output:crd:dir=$(INVENTORY_API)/config/crd
+	cd compat && $(GO) generate ./...
 
 ## verify-generate: fail when the checked-in generated files differ from what `make generate` writes.
 verify-generate: controller-gen
