@@ -138,7 +138,13 @@ func genPackage(p *libPackage) (doc, decls []byte, err error) {
 	d.WriteString("// variable is a copy: set the library's, not this one). One line in a\n")
 	d.WriteString("// program's go.mod,\n")
 	d.WriteString("//\n")
-	fmt.Fprintf(&d, "//\treplace %s => <this repository>/compat\n", CompatModule)
+	module, dir := CompatModule, "compat"
+	for _, m := range SeparateModules {
+		if p.rel == m || strings.HasPrefix(p.rel, m+"/") {
+			module, dir = CompatModule+"/"+m, "compat/"+m
+		}
+	}
+	fmt.Fprintf(&d, "//\treplace %s => <this repository>/%s\n", module, dir)
 	d.WriteString("//\n")
 	d.WriteString("// moves the program together with every dependency built on the upstream\n")
 	d.WriteString("// design onto this library's types.\n")

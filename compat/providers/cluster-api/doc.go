@@ -9,7 +9,7 @@
 // variable is a copy: set the library's, not this one). One line in a
 // program's go.mod,
 //
-//	replace sigs.k8s.io/multicluster-runtime => <this repository>/compat
+//	replace sigs.k8s.io/multicluster-runtime/providers/cluster-api => <this repository>/compat/providers/cluster-api
 //
 // moves the program together with every dependency built on the upstream
 // design onto this library's types.
