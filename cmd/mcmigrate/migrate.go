@@ -24,6 +24,11 @@ const (
 	DefaultVersion = "v0.1.0"
 )
 
+// maxRounds bounds the rounds of rewrites: each round rewrites what the
+// last check shows; a rewrite inside another one, or one that only the
+// rewritten source shows, is made in a round after.
+const maxRounds = 4
+
 // separateModules are this library's packages that are modules of their
 // own: a requirement of upstream's module of the same path moves to it.
 var separateModules = []string{"/providers/kind", "/providers/cluster-api"}
@@ -111,9 +116,14 @@ func Migrate(opts Options) (*Report, error) {
 	if err := m.check(); err != nil {
 		return nil, err
 	}
-	m.rewriteCalls()
-	if err := m.check(); err != nil {
-		return nil, err
+	for round := 1; round <= maxRounds; round++ {
+		made := m.rewriteCalls()
+		if err := m.check(); err != nil {
+			return nil, err
+		}
+		if made == 0 {
+			break
+		}
 	}
 	rep.Left = m.left()
 	for _, items := range [][]Item{rep.Rewritten, rep.Left} {
@@ -253,7 +263,7 @@ func apply(src []byte, edits []edit) []byte {
 	last := 0
 	for _, e := range edits {
 		if e.from < last {
-			continue // overlapping an edit already made: the next run takes it
+			continue // overlapping one already made (rewriteCalls makes none)
 		}
 		b.Write(src[last:e.from])
 		b.WriteString(e.text)

@@ -40,8 +40,11 @@ func fromLibrary(obj types.Object) bool {
 }
 
 // rewriteCalls makes the mechanical rewrites of the calls the compiler
-// refuses, from the last check's types and errors.
-func (m *migration) rewriteCalls() {
+// refuses, from the last check's types and errors, and returns how many it
+// made. A rewrite inside another one waits for the next round, as does one
+// that only the rewritten source shows (ForCluster(h, name.String()): the
+// arguments are swapped once the String() is gone).
+func (m *migration) rewriteCalls() (made int) {
 	for _, u := range m.units {
 		for _, f := range u.ast {
 			file := m.fset.File(f.Pos())
@@ -58,11 +61,25 @@ func (m *migration) rewriteCalls() {
 				return false
 			}
 			var edits []edit
-			record := func(n ast.Node, from, to ast.Node, replacement, page string) {
-				edits = append(edits, edit{off(from.Pos()), off(to.End()), replacement})
-				it := Item{Pos: m.fset.Position(n.Pos()), What: text(from) + " -> " + replacement}
+			// add records a rewrite unless it overlaps one made in this round
+			// (an outer one: the tree is walked from the top); the next round
+			// makes it on the rewritten source.
+			add := func(n ast.Node, what, page string, es ...edit) {
+				for _, e := range es {
+					for _, had := range edits {
+						if e.from < had.to && had.from < e.to || e.from == had.from {
+							return
+						}
+					}
+				}
+				edits = append(edits, es...)
+				made++
+				it := Item{Pos: m.fset.Position(n.Pos()), What: what}
 				it.PageRef, it.Page = pageLineFor([]string{page})
 				m.rep.Rewritten = append(m.rep.Rewritten, it)
+			}
+			record := func(n ast.Node, from, to ast.Node, replacement, page string) {
+				add(n, text(from)+" -> "+replacement, page, edit{off(from.Pos()), off(to.End()), replacement})
 			}
 			var stack []ast.Node
 			ast.Inspect(f, func(n ast.Node) bool {
@@ -101,20 +118,15 @@ func (m *migration) rewriteCalls() {
 				}
 				if hasError(call) {
 					if e, what, ok := contextArgument(u, call, off); ok {
-						edits = append(edits, e)
-						it := Item{Pos: m.fset.Position(call.Pos()), What: what + " in " + text(call.Fun) + "(...)"}
-						it.PageRef, it.Page = pageLineFor([]string{calleeName(call)})
-						m.rep.Rewritten = append(m.rep.Rewritten, it)
+						add(call, what+" in "+text(call.Fun)+"(...)", calleeName(call), e)
 						return true
 					}
 				}
 				if len(call.Args) == 2 && hasError(call) {
 					if i, j, ok := swapped(u.info, call); ok {
 						a, b := call.Args[i], call.Args[j]
-						edits = append(edits, edit{off(a.Pos()), off(a.End()), text(b)}, edit{off(b.Pos()), off(b.End()), text(a)})
-						it := Item{Pos: m.fset.Position(call.Pos()), What: "the arguments of " + text(call.Fun) + " swapped to its parameters' order"}
-						it.PageRef, it.Page = pageLineFor([]string{calleeName(call)})
-						m.rep.Rewritten = append(m.rep.Rewritten, it)
+						add(call, "the arguments of "+text(call.Fun)+" swapped to its parameters' order", calleeName(call),
+							edit{off(a.Pos()), off(a.End()), text(b)}, edit{off(b.Pos()), off(b.End()), text(a)})
 					}
 				}
 				return true
@@ -122,6 +134,7 @@ func (m *migration) rewriteCalls() {
 			m.src[name] = apply(src, edits)
 		}
 	}
+	return made
 }
 
 // needsParens reports whether x == "" needs parentheses where the call was.

@@ -39,6 +39,14 @@ func Setup(ctx context.Context, mgr int) error { return nil }
 	if err != nil {
 		t.Fatal(err)
 	}
+	mcFile, err := parser.ParseFile(fset, "multicluster.go", "package multicluster\n\ntype ClusterName = string\n", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc, err := (&types.Config{}).Check(clusterNamePkg, fset, []*ast.File{mcFile}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
 	const file = "/virtual/user.go"
 	src := `package user
 
@@ -46,6 +54,7 @@ import (
 	"context"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fake"
+	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 func f(ctx context.Context, h fake.Handler, r *fake.Registry) error {
@@ -59,6 +68,10 @@ func f(ctx context.Context, h fake.Handler, r *fake.Registry) error {
 func g() error {
 	return fake.Setup(2)
 }
+
+func k(h fake.Handler, name multicluster.ClusterName) fake.Handler {
+	return fake.ForCluster(h, name.String())
+}
 `
 	m := &migration{
 		rep:   &Report{},
@@ -67,8 +80,11 @@ func g() error {
 		files: []string{file},
 		units: []*unit{{path: "example.com/user", files: []string{file}}},
 		imp: importerFunc(func(path string) (*types.Package, error) {
-			if path == lib.Path() {
+			switch path {
+			case lib.Path():
 				return lib, nil
+			case mc.Path():
+				return mc, nil
 			}
 			return std.Import(path)
 		}),
@@ -76,9 +92,20 @@ func g() error {
 	if err := m.check(); err != nil {
 		t.Fatal(err)
 	}
-	m.rewriteCalls()
-	if err := m.check(); err != nil {
-		t.Fatal(err)
+	// The String() in ForCluster's argument first, then the arguments, in
+	// the round after.
+	rounds := 0
+	for made := -1; made != 0; rounds++ {
+		if rounds == maxRounds {
+			t.Fatal("the rewrites do not end")
+		}
+		made = m.rewriteCalls()
+		if err := m.check(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rounds != 3 {
+		t.Errorf("%d rounds, want 3 (the String(), then the arguments, then none)", rounds)
 	}
 	got := string(m.src[file])
 	for _, want := range []string{
@@ -88,16 +115,17 @@ func g() error {
 		`r.Add("y", 2)`,
 		`return fake.Setup(ctx, 1)`,
 		`return fake.Setup(2)`, // no ctx in scope: left
+		`return fake.ForCluster(name, h)`,
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the rewritten program lacks %q:\n%s", want, got)
 		}
 	}
-	if len(m.rep.Rewritten) != 3 {
-		t.Errorf("rewrites: %+v, want 3", m.rep.Rewritten)
+	if len(m.rep.Rewritten) != 5 {
+		t.Errorf("rewrites: %+v, want 5", m.rep.Rewritten)
 	}
 	left := m.left()
-	if len(left) != 1 || left[0].Pos.Line != 18 || !strings.Contains(left[0].What, "not enough arguments") {
+	if len(left) != 1 || left[0].Pos.Line != 19 || !strings.Contains(left[0].What, "not enough arguments") {
 		t.Errorf("left: %+v, want the Setup without a ctx in scope", left)
 	}
 }
