@@ -19,6 +19,11 @@
 //     ctx in scope, and one that passes a context the function does not take
 //     loses it.
 //
+// A dependency still built on upstream's module (a provider module of
+// another project) gets go.mod's replace of that module by this
+// repository's compatibility module of the same path, so that its types are
+// this library's.
+//
 // What it cannot rewrite, it prints with the line of docs/migration.md that
 // says what to write, and exits with status 1. -n prints what it would do
 // and writes nothing.

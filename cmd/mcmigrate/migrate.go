@@ -172,7 +172,10 @@ type listed struct {
 	TestGoFiles  []string
 	XTestGoFiles []string
 	ForTest      string
-	Module       *struct{ Main bool }
+	Module       *struct {
+		Path string
+		Main bool
+	}
 }
 
 // unit is a set of files type-checked together: a package with its
@@ -197,6 +200,8 @@ type migration struct {
 	exports map[string]string
 	imp     types.Importer
 	tmp     string // go.mod and go.sum as edited, the overlay
+
+	compatReplaced bool // upstream's modules replaced by the compatibility modules
 }
 
 // rewriteImports rewrites every import of upstream's module.

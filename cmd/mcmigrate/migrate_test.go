@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -155,5 +156,59 @@ func writeFile(t *testing.T, file, data string) {
 	}
 	if err := os.WriteFile(file, []byte(data), 0o644); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestADependencyOnUpstreamMovesToTheCompatibilityModule migrates
+// testdata/withdep, a program whose provider module (upstreamdep) is built
+// on upstream's module (a stand-in, replaced in go.mod: ClusterName a
+// defined type, as upstream's): the replace moves to the compatibility
+// module, and the program, passing the provider to this library's manager,
+// then type-checks. Without it the provider is no multicluster.Provider of
+// this library's.
+func TestADependencyOnUpstreamMovesToTheCompatibilityModule(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	libMod := readFile(t, filepath.Join(root, "go.mod"))
+	requires := libMod[strings.Index(libMod, "\nrequire")+1:]
+	dir := t.TempDir()
+	err = filepath.WalkDir("testdata/withdep", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel("testdata/withdep", path)
+		data := readFile(t, path)
+		if d.Name() == "go.mod.in" {
+			rel, data = filepath.Join(filepath.Dir(rel), "go.mod"), data+requires
+			copyFile(t, filepath.Join(root, "go.sum"), filepath.Join(dir, filepath.Dir(rel), "go.sum"))
+		}
+		writeFile(t, filepath.Join(dir, rel), data)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Migrate(Options{
+		Dir:     dir,
+		Replace: root,
+		Env:     []string{"GOWORK=off", "GOFLAGS=-mod=mod", "GOPROXY=off", "GOSUMDB=off"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	rep.Print(&out)
+	t.Logf("report:\n%s", out.String())
+	if len(rep.Left) != 0 {
+		t.Errorf("left: %+v, want none: the provider built on upstream is this library's through the compatibility module", rep.Left)
+	}
+	gomod := readFile(t, filepath.Join(dir, "go.mod"))
+	if !strings.Contains(gomod, UpstreamModule+" => "+filepath.Join(root, "compat")) || strings.Contains(gomod, "./standin") {
+		t.Errorf("go.mod does not replace upstream's module by the compatibility module:\n%s", gomod)
+	}
+	if !strings.Contains(out.String(), "a dependency builds on "+UpstreamModule) {
+		t.Errorf("the report does not say why go.mod's replace moved:\n%s", out.String())
 	}
 }
