@@ -231,13 +231,15 @@ func (p *Provider) load(path string) ([]wanted, error) {
 	slices.Sort(contexts)
 	for _, ctxName := range contexts {
 		w, err := resolveContext(cfg, path, ctxName)
+		// The context's name, and what client-go's error quotes of the
+		// file, are the file writer's: both are bounded.
 		if err != nil {
-			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, redact.Error(err, data)))
+			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, redact.Value(ctxName), redact.Bounded(redact.Error(err, data))))
 			continue
 		}
 		name := p.clusterName(path, ctxName)
 		if err := pkgclusters.ValidateClusterName(name); err != nil {
-			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, ctxName, err))
+			errs = append(errs, fmt.Errorf("kubeconfig %q: context %q: %w", path, redact.Value(ctxName), err))
 			continue
 		}
 		w.Name = name
