@@ -56,12 +56,12 @@ var (
 )
 
 // ListAndHost lists a kubeconfig provider's clusters and appends the host,
-// as upstream programs do with ListClusters.
-func ListAndHost(p *kubeconfig.Provider) []multicluster.ClusterName {
+// as upstream programs do with ListClusters, and ranges over the names.
+func ListAndHost(p *kubeconfig.Provider) []string {
 	names := append(p.ListClusters(), mcmanager.LocalCluster)
-	var out []multicluster.ClusterName
+	var out []string
 	for _, name := range names {
-		out = append(out, name)
+		out = append(out, "cluster="+name)
 	}
 	return out
 }
