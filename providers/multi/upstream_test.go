@@ -119,3 +119,51 @@ func TestSetupWithManagerSetsUpInnerProviders(t *testing.T) {
 		t.Fatal("a provider whose set-up failed was registered")
 	}
 }
+
+// upstreamSetUp is a provider with upstream's SetupWithManager(mgr); wrapped
+// in upstreamSetUpWithContext it also has SetupWithManagerContext(ctx, mgr),
+// as the Cluster API and cluster-inventory-api providers have: the multi
+// provider sets it up with the form that takes a context, else with
+// upstream's.
+type upstreamSetUp struct {
+	multicluster.Provider
+	mu         sync.Mutex
+	plain, ctx int
+}
+
+func (u *upstreamSetUp) SetupWithManager(mcmanager.Manager) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.plain++
+	return nil
+}
+
+type upstreamSetUpWithContext struct{ *upstreamSetUp }
+
+func (u upstreamSetUpWithContext) SetupWithManagerContext(context.Context, mcmanager.Manager) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.ctx++
+	return nil
+}
+
+func TestProvidersWithUpstreamsSetupWithManagerAreSetUp(t *testing.T) {
+	var mgr mcmanager.Manager = struct{ mcmanager.Manager }{} // only passed on
+	plain := &upstreamSetUp{Provider: nop.New()}
+	withCtx := &upstreamSetUp{Provider: nop.New()}
+	for _, p := range []multicluster.Provider{struct{ *upstreamSetUp }{plain}, upstreamSetUpWithContext{withCtx}} {
+		if err := setUpWith(t.Context(), p, mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if plain.plain != 1 || plain.ctx != 0 {
+		t.Errorf("SetupWithManager(mgr) alone: called %d times, with a context %d; want once, never", plain.plain, plain.ctx)
+	}
+	if withCtx.ctx != 1 || withCtx.plain != 0 {
+		t.Errorf("with SetupWithManagerContext: called with a context %d times, without %d; want once, never", withCtx.ctx, withCtx.plain)
+	}
+	// A provider that is set up with nothing is left alone.
+	if err := setUpWith(t.Context(), struct{ multicluster.Provider }{nop.New()}, mgr); err != nil {
+		t.Fatal(err)
+	}
+}
