@@ -85,7 +85,7 @@ func run(accessProviders, namespace string, clusterID bool) error {
 		return err
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := provider.SetupWithManager(ctx, mgr); err != nil {
+	if err := provider.SetupWithManagerContext(ctx, mgr); err != nil {
 		return err
 	}
 	err = mcbuilder.ControllerManagedBy(mgr).

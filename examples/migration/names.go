@@ -39,21 +39,21 @@ func SetupFilteredForEffect(mgr mcmanager.Manager, r mcreconcile.Reconciler) err
 func Lifted() (mchandler.TypedEventHandlerFunc[*corev1.ConfigMap, mcreconcile.Request], handler.TypedEventHandler[*corev1.ConfigMap, mcreconcile.Request]) {
 	// snippet:migration-lift
 	inner := &handler.TypedEnqueueRequestForObject[*corev1.ConfigMap]{}
-	perCluster := mchandler.TypedLift(inner)                        // for Kind and Watches
-	forEU := mchandler.ForCluster[*corev1.ConfigMap]("eu-1", inner) // one cluster's handler
+	perCluster := mchandler.TypedLift(inner)                             // for Kind and Watches
+	forEU := mchandler.TypedForCluster[*corev1.ConfigMap](inner, "eu-1") // one cluster's handler
 	// end-snippet
 	return perCluster, forEU
 }
 
 // SyncingForCluster returns one cluster's source as a syncing source, as
 // upstream code does.
-func SyncingForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[mcreconcile.Request], error) {
+func SyncingForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[mcreconcile.Request], bool, error) {
 	// snippet:migration-syncing-source
 	var src mcsource.SyncingSource[*corev1.ConfigMap] = mcsource.Kind(&corev1.ConfigMap{},
 		mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())
-	syncing, err := src.SyncingForCluster(name, cl) // nil, nil: the source's filter refuses the cluster
+	syncing, ok, err := src.SyncingForCluster(name, cl) // nil, false, nil: the source's filter refuses the cluster
 	// end-snippet
-	return syncing, err
+	return syncing, ok, err
 }
 
 // KubeconfigProvider configures the client of every cluster with
@@ -73,12 +73,13 @@ func KubeconfigProvider() *kubeconfig.Provider {
 }
 
 // ListClusters lists a provider's clusters with the kubeconfig provider's
-// ListClusters, as upstream code does.
-func ListClusters(p *kubeconfig.Provider) map[multicluster.ClusterName]cluster.Cluster {
+// ListClusters, as upstream code does, and the host with them.
+func ListClusters(p *kubeconfig.Provider) ([]multicluster.ClusterName, map[multicluster.ClusterName]cluster.Cluster) {
 	// snippet:migration-list-clusters
-	clusters := p.ListClusters() // name → cluster, engaged ones only
+	names := append(p.ListClusters(), mcmanager.LocalCluster) // engaged clusters' names, sorted, and the host
+	clusters := p.EngagedClusters()                           // name → cluster, engaged ones only
 	// end-snippet
-	return clusters
+	return names, clusters
 }
 
 // RootAliases uses the root package's type aliases.

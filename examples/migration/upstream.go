@@ -18,6 +18,7 @@ import (
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 	clusterinventoryapi "github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api"
+	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/credentials"
 	"github.com/mcruntime/multicluster-runtime/providers/cluster-inventory-api/kubeconfigstrategy"
 	"github.com/mcruntime/multicluster-runtime/providers/multi"
 )
@@ -43,7 +44,7 @@ func Registry(mgr mcmanager.Manager) (*clusters.Registry[cluster.Cluster], error
 		return nil, err
 	}
 	// Later, anywhere: registry.ClusterNames(), registry.Get(ctx, name),
-	// registry.ForEach(func(name, cl) bool { ...; return true })
+	// registry.ForEach(func(name, cl) error { ...; return nil })
 	// end-snippet
 	return registry, nil
 }
@@ -83,7 +84,10 @@ func ClusterProfiles(aps []clusterinventoryapi.AccessProvider) (*clusterinventor
 	// snippet:migration-cluster-profiles
 	return clusterinventoryapi.New(clusterinventoryapi.Options{
 		KubeconfigStrategyOption: kubeconfigstrategy.Option{
-			AccessProvider: kubeconfigstrategy.AccessProviderOption{Providers: aps},
+			// Upstream: Provider: accessConfig (an *access.Config of sigs.k8s.io/cluster-inventory-api)
+			AccessProvider: &kubeconfigstrategy.AccessProviderOption{
+				Provider: &credentials.AccessProvidersConfig{Providers: aps},
+			},
 		},
 		// Where upstream code sets NewCluster, pass the cluster options it applied:
 		ClusterOptions: []cluster.Option{clusters.WithRequestTimeout(30 * time.Second)},

@@ -7,6 +7,10 @@
 // providers/cluster-api/examples/upstream), whose tests run them
 // (TestUpstreamKindExample, TestUpstreamCAPIExample).
 //
+// Package shapes (examples/upstream/shapes) compiles upstream's call shape of
+// every name whose signature differed here until issue 41, and runs the calls
+// that need no API server.
+//
 // The programs log through funcr to stderr where upstream's log through zap:
 // the logger is controller-runtime's choice, not this library's, and this
 // module does not depend on zap.

@@ -36,7 +36,7 @@ type TypedBuilder[request mcreconcile.ClusterAware[request]] struct {
 	forInput         ForInput
 	owns             []ownsWatch
 	watches          []watchesWatch[request]
-	rawSources       []mcsource.TypedSource[request]
+	rawSources       []mcsource.TypedSource[client.Object, request]
 	globalPredicates []predicate.Predicate
 	options          mccontroller.TypedOptions[request]
 	notFoundWrapper  bool
@@ -110,7 +110,7 @@ func (b *TypedBuilder[request]) WatchesMetadata(obj client.Object, h mchandler.T
 
 // WatchesRawSource adds a multi-cluster source as it is: engage options and
 // event filters do not apply to it.
-func (b *TypedBuilder[request]) WatchesRawSource(src mcsource.TypedSource[request]) *TypedBuilder[request] {
+func (b *TypedBuilder[request]) WatchesRawSource(src mcsource.TypedSource[client.Object, request]) *TypedBuilder[request] {
 	b.rawSources = append(b.rawSources, src)
 	return b
 }

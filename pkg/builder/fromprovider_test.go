@@ -76,7 +76,7 @@ func otherOf(t *testing.T) *clustersprovider.Provider {
 
 func TestWithClustersFromProviderRefusesProvidersThatDoNotRun(t *testing.T) {
 	e := newEnv(t)
-	err := e.builder().For(&corev1.ConfigMap{}, mcbuilder.WithClustersFromProvider(t.Context(), nop.New())).Complete(e.recorder())
+	err := e.builder().For(&corev1.ConfigMap{}, mcbuilder.WithClustersFromProvider(t.Context(), struct{ multicluster.Provider }{nop.New()})).Complete(e.recorder())
 	if err == nil || !strings.Contains(err.Error(), "not a multicluster.ProviderRunnable") {
 		t.Fatalf("Complete with a provider that engages nothing: %v", err)
 	}

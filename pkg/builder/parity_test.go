@@ -303,13 +303,13 @@ func testKindWithClusterFilter(t *testing.T, chained bool) {
 		if name != "" {
 			c, err := e.mgr.GetCluster(t.Context(), name)
 			must(t, err)
-			if got, err := src.ForCluster(name, c); err != nil || got != nil {
-				t.Errorf("cluster %q: ForCluster = %v, %v; want no source", name, got, err)
+			if got, ok, err := src.ForCluster(name, c); err != nil || got != nil || ok {
+				t.Errorf("cluster %q: ForCluster = %v, %v, %v; want no source", name, got, ok, err)
 			}
 			continue
 		}
-		if got, err := src.ForCluster(name, cl); err != nil || got != nil {
-			t.Errorf("host: ForCluster = %v, %v; want no source", got, err)
+		if got, ok, err := src.ForCluster(name, cl); err != nil || got != nil || ok {
+			t.Errorf("host: ForCluster = %v, %v, %v; want no source", got, ok, err)
 		}
 	}
 }

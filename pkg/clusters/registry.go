@@ -18,7 +18,8 @@ import (
 // fleet, as it engages controllers, and each cluster stays recorded while its
 // engagement lasts. It starts nothing: the clusters it records are run by
 // whoever engaged them. Code that is not a controller (an aggregator, an
-// HTTP handler) reads the fleet from it with Get, ClusterNames and ForEach.
+// HTTP handler) reads the fleet from it with Get, ClusterNames, ForEach and
+// Range.
 // Clusters may also be recorded from code with Add and AddOrReplace.
 //
 // All methods are safe for concurrent use.
@@ -87,8 +88,13 @@ func (r *Registry[T]) Start(ctx context.Context) error {
 func (r *Registry[T]) NeedLeaderElection() bool { return false }
 
 // Add records cl under name, or returns an error wrapping ErrClusterExists if
-// the name is recorded already.
-func (r *Registry[T]) Add(name multicluster.ClusterName, cl T) error {
+// the name is recorded already (upstream's shape). ctx is not kept: a record
+// made with Add lasts until Remove, RemoveIfEqual or the registry's end; an
+// ended ctx refuses the cluster.
+func (r *Registry[T]) Add(ctx context.Context, name multicluster.ClusterName, cl T) error {
+	if err := ctx.Err(); err != nil {
+		return multicluster.WithCluster(name, fmt.Errorf("registry: %w", err))
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.clusters[name]; ok {
@@ -102,9 +108,14 @@ func (r *Registry[T]) Add(name multicluster.ClusterName, cl T) error {
 }
 
 // AddOrReplace records cl under name, replacing the cluster recorded under it
-// unless the two are equal (EqualClusters).
-func (r *Registry[T]) AddOrReplace(name multicluster.ClusterName, cl T) {
+// unless the two are equal (EqualClusters). Its only error is an ended ctx,
+// which records nothing; ctx is not kept (see Add).
+func (r *Registry[T]) AddOrReplace(ctx context.Context, name multicluster.ClusterName, cl T) error {
+	if err := ctx.Err(); err != nil {
+		return multicluster.WithCluster(name, fmt.Errorf("registry: %w", err))
+	}
 	r.put(name, cl)
+	return nil
 }
 
 // put records cl under name and returns its record: the present one if it is
@@ -131,9 +142,14 @@ func (r *Registry[T]) Remove(name multicluster.ClusterName) {
 }
 
 // RemoveIfEqual forgets the cluster recorded under name only if it equals cl
-// (EqualClusters), and reports whether it did: a caller that lost a cluster
-// does not remove the one that replaced it.
-func (r *Registry[T]) RemoveIfEqual(name multicluster.ClusterName, cl T) bool {
+// (EqualClusters): a caller that lost a cluster does not remove the one that
+// replaced it. CompareAndRemove does the same and reports whether it removed.
+func (r *Registry[T]) RemoveIfEqual(name multicluster.ClusterName, cl T) {
+	r.CompareAndRemove(name, cl)
+}
+
+// CompareAndRemove is RemoveIfEqual reporting whether it removed the cluster.
+func (r *Registry[T]) CompareAndRemove(name multicluster.ClusterName, cl T) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if old, ok := r.clusters[name]; ok && sameCluster(r.EqualClusters, old.cl, cl) {
@@ -173,9 +189,21 @@ func (r *Registry[T]) ClusterNames() []multicluster.ClusterName {
 }
 
 // ForEach calls fn for each cluster recorded, in the order of their names,
-// until fn returns false. fn runs without the registry's lock: it may call
-// the registry, and sees the clusters recorded when ForEach was called.
-func (r *Registry[T]) ForEach(fn func(name multicluster.ClusterName, cl T) bool) {
+// until fn returns an error, which ForEach returns (upstream's shape). fn runs
+// without the registry's lock: it may call the registry, and sees the
+// clusters recorded when ForEach was called.
+func (r *Registry[T]) ForEach(fn func(name multicluster.ClusterName, cl T) error) error {
+	var err error
+	r.Range(func(name multicluster.ClusterName, cl T) bool {
+		err = fn(name, cl)
+		return err == nil
+	})
+	return err
+}
+
+// Range calls fn for each cluster recorded, in the order of their names,
+// until fn returns false; as ForEach, without the registry's lock.
+func (r *Registry[T]) Range(fn func(name multicluster.ClusterName, cl T) bool) {
 	r.mu.RLock()
 	snapshot := make(map[multicluster.ClusterName]T, len(r.clusters))
 	for name, rec := range r.clusters {

@@ -59,33 +59,66 @@ func TestRegistryRecordsEngagementsWhileTheyLast(t *testing.T) {
 func TestRegistryAddRemoveForEach(t *testing.T) {
 	r := clusters.NewRegistry[cluster.Cluster]()
 	a, b, c := testbed.NewCluster(t, fleet.Config(0)), testbed.NewCluster(t, fleet.Config(1)), testbed.NewCluster(t, fleet.Config(0))
-	if err := r.Add("a", a); err != nil {
+	ctx := t.Context()
+	if err := r.Add(ctx, "a", a); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.Add("a", b); !errors.Is(err, clusters.ErrClusterExists) {
+	if err := r.Add(ctx, "a", b); !errors.Is(err, clusters.ErrClusterExists) {
 		t.Fatalf("Add of a present name: %v, want ErrClusterExists", err)
 	}
-	r.AddOrReplace("b", b)
-	r.AddOrReplace("c", c)
+	if err := r.AddOrReplace(ctx, "b", b); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.AddOrReplace(ctx, "c", c); err != nil {
+		t.Fatal(err)
+	}
+	ended, end := context.WithCancel(ctx)
+	end()
+	if err := r.Add(ended, "d", a); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Add with an ended context: %v, want context.Canceled", err)
+	}
+	if err := r.AddOrReplace(ended, "d", a); !errors.Is(err, context.Canceled) {
+		t.Fatalf("AddOrReplace with an ended context: %v, want context.Canceled", err)
+	}
 	var seen []string
-	r.ForEach(func(name multicluster.ClusterName, _ cluster.Cluster) bool {
+	r.Range(func(name multicluster.ClusterName, _ cluster.Cluster) bool {
 		seen = append(seen, name)
 		return name != "b" // stop after b
 	})
 	if !slices.Equal(seen, []string{"a", "b"}) {
-		t.Fatalf("ForEach visited %v, want a then b, then stop", seen)
+		t.Fatalf("Range visited %v, want a then b, then stop", seen)
 	}
-	if r.RemoveIfEqual("a", b) {
-		t.Fatal("RemoveIfEqual removed a cluster that is not the one given")
+	stop := errors.New("stop")
+	seen = nil
+	err := r.ForEach(func(name multicluster.ClusterName, _ cluster.Cluster) error {
+		seen = append(seen, name)
+		if name == "b" {
+			return stop
+		}
+		return nil
+	})
+	if !errors.Is(err, stop) || !slices.Equal(seen, []string{"a", "b"}) {
+		t.Fatalf("ForEach visited %v and returned %v, want a then b, then the error", seen, err)
+	}
+	if err := r.ForEach(func(multicluster.ClusterName, cluster.Cluster) error { return nil }); err != nil {
+		t.Fatalf("ForEach through every cluster: %v", err)
+	}
+	if r.CompareAndRemove("a", b) {
+		t.Fatal("CompareAndRemove removed a cluster that is not the one given")
+	}
+	r.RemoveIfEqual("a", b)
+	if _, err := r.Get(ctx, "a"); err != nil {
+		t.Fatalf("RemoveIfEqual removed a cluster that is not the one given: %v", err)
 	}
 	// With EqualClusters, a rebuilt cluster of the same config is equal.
 	r.EqualClusters = clusters.EqualClusters[cluster.Cluster]
-	if !r.RemoveIfEqual("a", c) {
-		t.Fatal("RemoveIfEqual with EqualClusters did not remove an equal cluster")
-	}
+	r.RemoveIfEqual("a", c)
 	r.Remove("b")
 	if got := r.ClusterNames(); !slices.Equal(got, []string{"c"}) {
 		t.Fatalf("ClusterNames = %v, want [c]", got)
+	}
+	if !r.CompareAndRemove("c", c) {
+		t.Fatal("CompareAndRemove did not report removing an equal cluster")
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -44,7 +45,7 @@ type TypedController[request comparable] interface {
 	multicluster.Aware
 
 	// MultiClusterWatch starts src in every cluster engaged now and later.
-	MultiClusterWatch(src mcsource.TypedSource[request]) error
+	MultiClusterWatch(src mcsource.TypedSource[client.Object, request]) error
 }
 
 // New returns a controller added to mgr: it starts with the manager and is
@@ -167,7 +168,7 @@ type mcController[request mcreconcile.ClusterAware[request]] struct {
 	syncSeries metrics.SeriesCap // clusters with series in WatchSyncFailures
 
 	mu      sync.RWMutex // serializes writers of clusters with sources and queue
-	sources []mcsource.TypedSource[request]
+	sources []mcsource.TypedSource[client.Object, request]
 	// clusters holds this controller's engagement with each cluster (name →
 	// *engagement): its sources live within the engagement's context. It is
 	// the controller's only record of what it is engaged with; whether the
@@ -281,7 +282,7 @@ func (c *mcController[request]) Engage(ctx context.Context, name multicluster.Cl
 // and the sources to start in the cluster, nil before the controller runs.
 // Both are decided under one lock, so that a concurrent MultiClusterWatch
 // starts its source in this cluster or leaves it to us, never both.
-func (c *mcController[request]) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.TypedSource[request], error) {
+func (c *mcController[request]) engage(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) (*engagement, []mcsource.TypedSource[client.Object, request], error) {
 	if err := ctx.Err(); err != nil {
 		// A done engagement would replace a live one and end it at once.
 		return nil, nil, fmt.Errorf("controller %q: engagement context already done: %w", c.name, err)
@@ -306,7 +307,7 @@ func (c *mcController[request]) engage(ctx context.Context, name multicluster.Cl
 	if c.queue == nil {
 		return e, nil, nil
 	}
-	return e, append([]mcsource.TypedSource[request]{}, c.sources...), nil
+	return e, append([]mcsource.TypedSource[client.Object, request]{}, c.sources...), nil
 }
 
 // lookup returns this controller's engagement with name, nil if none.
@@ -343,7 +344,7 @@ func (c *mcController[request]) engagement(name multicluster.ClusterName) contex
 
 // MultiClusterWatch adds src and, once the controller runs, starts it in every
 // engaged cluster.
-func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[request]) error {
+func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[client.Object, request]) error {
 	c.mu.Lock()
 	c.sources = append(c.sources, src)
 	var engaged map[multicluster.ClusterName]*engagement
@@ -357,7 +358,7 @@ func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[reque
 	for name, e := range engaged {
 		go func() {
 			// Its caller does not know the clusters: each error names its own.
-			errs <- multicluster.WithCluster(name, c.startSources(e, name, []mcsource.TypedSource[request]{src}, false))
+			errs <- multicluster.WithCluster(name, c.startSources(e, name, []mcsource.TypedSource[client.Object, request]{src}, false))
 		}()
 	}
 	var all []error
@@ -373,7 +374,7 @@ func (c *mcController[request]) MultiClusterWatch(src mcsource.TypedSource[reque
 // background (see watchSync). On failure, whatever this attempt registered is
 // removed again; the engagement itself stays, for the caller to end or retry.
 // Its errors name the controller and the watch; the caller names the cluster.
-func (c *mcController[request]) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], wait bool) error {
+func (c *mcController[request]) startSources(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[client.Object, request], wait bool) error {
 	c.mu.RLock()
 	q := c.queue
 	c.mu.RUnlock()
@@ -386,15 +387,15 @@ func (c *mcController[request]) startSources(e *engagement, name multicluster.Cl
 		var errs []error
 		startCtx := engagements.With(attempt, c)
 		for _, s := range srcs {
-			src, err := s.ForCluster(name, e.cl)
-			if err == nil && src != nil {
+			src, ok, err := s.ForCluster(name, e.cl)
+			if err == nil && ok && src != nil {
 				// Recorded first: it may route its first event at once.
 				e.record(src, attempt)
 				err = src.Start(startCtx, q)
 			}
 			if err != nil {
 				errs = append(errs, fmt.Errorf("starting %v: %w", s, err))
-			} else if ss, ok := src.(source.TypedSyncingSource[request]); ok {
+			} else if ss, syncs := src.(source.TypedSyncingSource[request]); ok && syncs {
 				syncing = append(syncing, syncingWatch[request]{ss, s})
 			}
 		}
@@ -466,7 +467,7 @@ func (c *mcController[request]) waitForSync(name multicluster.ClusterName, synci
 // names already.
 type syncingWatch[request comparable] struct {
 	source.TypedSyncingSource[request]
-	of mcsource.TypedSource[request]
+	of mcsource.TypedSource[client.Object, request]
 }
 
 // countSyncFailure counts a watch that did not sync, by controller, cluster
@@ -492,7 +493,7 @@ func (c *mcController[request]) countSyncFailure(name multicluster.ClusterName, 
 // failure is logged naming the cluster and the type, counted, and the
 // cluster's watches of this controller are set up again with backoff. Other
 // clusters, and other controllers in this cluster, go on.
-func (c *mcController[request]) watchSync(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], syncing []syncingWatch[request], attempt context.Context, abandon context.CancelFunc) {
+func (c *mcController[request]) watchSync(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[client.Object, request], syncing []syncingWatch[request], attempt context.Context, abandon context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(attempt, c.timeout)
 	defer cancel()
 	for _, s := range syncing {
@@ -517,13 +518,13 @@ func (c *mcController[request]) watchSync(e *engagement, name multicluster.Clust
 // sources are started again with backoff until they run or the cluster
 // disengages. A cluster that was unreachable when the controller started is
 // watched once it is back.
-func (c *mcController[request]) startWithRetry(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request]) {
+func (c *mcController[request]) startWithRetry(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[client.Object, request]) {
 	c.retryAfter(e, name, srcs, 0)
 }
 
 // retryAfter starts srcs in the cluster after wait, then with backoff until
 // they run or the cluster disengages.
-func (c *mcController[request]) retryAfter(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[request], wait time.Duration) {
+func (c *mcController[request]) retryAfter(e *engagement, name multicluster.ClusterName, srcs []mcsource.TypedSource[client.Object, request], wait time.Duration) {
 	log := c.log.WithValues("cluster", clusterLabel(name))
 	if wait > 0 {
 		timer := time.NewTimer(wait)
@@ -588,7 +589,7 @@ func (s *queueSource[request]) Start(ctx context.Context, q workqueue.TypedRateL
 	// sources decide whether they watch it.
 	c.startHostLocked(ctx)
 	pending := c.engagedLocked()
-	srcs := append([]mcsource.TypedSource[request](nil), c.sources...)
+	srcs := append([]mcsource.TypedSource[client.Object, request](nil), c.sources...)
 	c.mu.Unlock()
 
 	// When the controller stops, so do its watches in every cluster.

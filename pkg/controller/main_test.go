@@ -94,14 +94,14 @@ func newQueueTap() *queueTap {
 	return &queueTap{ch: make(chan workqueue.TypedRateLimitingInterface[mcreconcile.Request], 1)}
 }
 
-func (q *queueTap) ForCluster(name multicluster.ClusterName, _ cluster.Cluster) (source.TypedSource[mcreconcile.Request], error) {
+func (q *queueTap) ForCluster(name multicluster.ClusterName, _ cluster.Cluster) (source.TypedSource[mcreconcile.Request], bool, error) {
 	if name != "" {
-		return nil, nil
+		return nil, false, nil
 	}
 	return source.TypedFunc[mcreconcile.Request](func(_ context.Context, queue workqueue.TypedRateLimitingInterface[mcreconcile.Request]) error {
 		q.ch <- queue
 		return nil
-	}), nil
+	}), true, nil
 }
 
 // queue waits for the controller to start the tap.
@@ -144,11 +144,11 @@ func syncedSource() *fakeSource {
 	return s
 }
 
-func (s *fakeSource) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], error) {
+func (s *fakeSource) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], bool, error) {
 	if name == "" {
-		return nil, nil
+		return nil, false, nil
 	}
-	return &fakeWatch{s: s, name: name, cl: cl}, nil
+	return &fakeWatch{s: s, name: name, cl: cl}, true, nil
 }
 
 func (s *fakeSource) String() string { return "fake source" }

@@ -39,9 +39,10 @@ func TypedLift[object client.Object](h handler.TypedEventHandler[object, reconci
 
 // ForCluster returns the handler h lifted for one cluster: the requests it
 // enqueues are tagged with name. It is Lift(h)(name, cl), in the upstream
-// design's shape.
-func ForCluster[object client.Object](name multicluster.ClusterName, h handler.TypedEventHandler[object, reconcile.Request]) handler.TypedEventHandler[object, mcreconcile.Request] {
-	return &lifted[object]{name: name, inner: h}
+// design's shape and argument order (handler first); TypedForCluster is the
+// same for typed handlers.
+func ForCluster(h handler.EventHandler, name multicluster.ClusterName) EventHandler {
+	return TypedForCluster[client.Object](h, name)
 }
 
 // LiftFactory is Lift for handlers built per cluster.
@@ -114,12 +115,24 @@ func TypedEnqueueRequestForOwner[object client.Object](ownerType client.Object, 
 // EnqueueRequestsFromMapFunc enqueues the requests fn maps an object to, in the
 // cluster the event came from.
 func EnqueueRequestsFromMapFunc(fn handler.MapFunc) EventHandlerFunc {
-	return TypedEnqueueRequestsFromMapFunc[client.Object](fn)
+	return TypedEnqueueReconcileRequestsFromMapFunc[client.Object](fn)
 }
 
-// TypedEnqueueRequestsFromMapFunc is EnqueueRequestsFromMapFunc for a typed object.
-func TypedEnqueueRequestsFromMapFunc[object client.Object](fn handler.TypedMapFunc[object, reconcile.Request]) TypedEventHandlerFunc[object, mcreconcile.Request] {
+// TypedEnqueueReconcileRequestsFromMapFunc is EnqueueRequestsFromMapFunc for
+// a typed object: fn returns controller-runtime's reconcile.Requests, each
+// enqueued in the cluster the event came from.
+func TypedEnqueueReconcileRequestsFromMapFunc[object client.Object](fn handler.TypedMapFunc[object, reconcile.Request]) TypedEventHandlerFunc[object, mcreconcile.Request] {
 	return Lift(handler.TypedEnqueueRequestsFromMapFunc(fn))
+}
+
+// TypedEnqueueRequestsFromMapFunc enqueues the cluster-aware requests
+// (mcreconcile.Request or a request type of the application's own) fn maps
+// an object to, in upstream's shape: a request that names a cluster goes
+// there, one that names none ("") goes to the cluster the event came from.
+// It is TypedEnqueueRequestsFromMapFuncWithClusterPreservation. For
+// reconcile.Requests, use TypedEnqueueReconcileRequestsFromMapFunc.
+func TypedEnqueueRequestsFromMapFunc[object client.Object, request mcreconcile.ClusterAware[request]](fn handler.TypedMapFunc[object, request]) TypedEventHandlerFunc[object, request] {
+	return TypedEnqueueRequestsFromMapFuncWithClusterPreservation(fn)
 }
 
 // ClusterMapFunc maps an object of one cluster to requests for any clusters.

@@ -16,8 +16,6 @@ type EventHandler = handler.TypedEventHandler[client.Object, mcreconcile.Request
 
 // TypedForCluster is ForCluster under the upstream design's name for typed
 // handlers: the requests h enqueues are tagged with name.
-func TypedForCluster[object client.Object](name multicluster.ClusterName, h handler.TypedEventHandler[object, reconcile.Request]) handler.TypedEventHandler[object, mcreconcile.Request] {
-	return ForCluster(name, h)
+func TypedForCluster[object client.Object](h handler.TypedEventHandler[object, reconcile.Request], name multicluster.ClusterName) handler.TypedEventHandler[object, mcreconcile.Request] {
+	return &lifted[object]{name: name, inner: h}
 }
-
-var _ EventHandler = ForCluster[client.Object]("", &handler.EnqueueRequestForObject{})

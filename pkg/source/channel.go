@@ -53,11 +53,11 @@ type ChannelSource[object client.Object] struct {
 var _ Source = &ChannelSource[client.Object]{}
 
 // ForCluster returns the cluster's registration with the dispatcher.
-func (c *ChannelSource[object]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], error) {
+func (c *ChannelSource[object]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], bool, error) {
 	if c.handler == nil {
-		return nil, errors.New("mcsource.Channel: no handler")
+		return nil, false, errors.New("mcsource.Channel: no handler")
 	}
-	return &channelRegistration[object]{src: c, name: name, handler: c.handler(name, cl)}, nil
+	return &channelRegistration[object]{src: c, name: name, handler: c.handler(name, cl)}, true, nil
 }
 
 // String describes the source, for logs.

@@ -49,7 +49,7 @@ func TestChannelAsksTheControllerWhichClustersAreEngaged(t *testing.T) {
 	ctx, cancel := context.WithCancel(engagements.With(context.Background(), rec))
 	defer cancel()
 
-	reg, err := src.ForCluster("member", nil)
+	reg, _, err := src.ForCluster("member", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestChannelAsksTheControllerWhichClustersAreEngaged(t *testing.T) {
 // has nobody to ask where its events go, and says so.
 func TestChannelStartedOutsideAControllerFails(t *testing.T) {
 	src := Channel(make(chan GenericEvent[client.Object]), mchandler.EnqueueRequestForObject)
-	reg, err := src.ForCluster("member", nil)
+	reg, _, err := src.ForCluster("member", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,19 +59,15 @@ func (f *FanInSource[object]) WithClusterFilter(filter ClusterFilter) *FanInSour
 }
 
 // ForCluster returns the cluster's watch; nil for the host cluster.
-func (f *FanInSource[object]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], error) {
+func (f *FanInSource[object]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[mcreconcile.Request], bool, error) {
 	if name == "" || f.filter != nil && !f.filter(name, cl) {
-		return nil, nil
+		return nil, false, nil
 	}
-	inner, err := Kind(f.obj, mchandler.TypedEnqueueHubRequests[object](f.reqs...), f.predicates...).ForCluster(name, cl)
-	if err != nil || inner == nil {
-		return inner, err
+	syncing, ok, err := Kind(f.obj, mchandler.TypedEnqueueHubRequests[object](f.reqs...), f.predicates...).SyncingForCluster(name, cl)
+	if err != nil || !ok {
+		return nil, false, err
 	}
-	syncing, ok := inner.(source.TypedSyncingSource[mcreconcile.Request])
-	if !ok {
-		return nil, fmt.Errorf("fan-in source: the watch of %T cannot report its sync", f.obj)
-	}
-	return &fanInCluster[object]{TypedSyncingSource: syncing, hub: f.hub, name: name}, nil
+	return &fanInCluster[object]{TypedSyncingSource: syncing, hub: f.hub, name: name}, true, nil
 }
 
 // String describes the source, for logs.

@@ -48,7 +48,7 @@ type TypedKindSource[object client.Object, request comparable] struct {
 	project    func(cluster.Cluster, object) (object, error) // WithProjection
 }
 
-var _ TypedSource[mcreconcile.Request] = &KindSource[client.Object]{}
+var _ TypedSource[client.Object, mcreconcile.Request] = &KindSource[client.Object]{}
 
 // WithClusterFilter makes the source watch only the clusters filter accepts
 // (the host is offered under the name "") and returns it. It is the
@@ -66,7 +66,17 @@ func (k *TypedKindSource[object, request]) WithClusterFilter(filter ClusterFilte
 }
 
 // ForCluster returns the cluster's watch on the object type.
-func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[request], error) {
+func (k *TypedKindSource[object, request]) ForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSource[request], bool, error) {
+	src, err := k.forCluster(name, cl)
+	if src == nil || err != nil {
+		return nil, false, err
+	}
+	return src, true, nil
+}
+
+// forCluster returns the cluster's watch, or nil, nil if the filter refuses
+// the cluster.
+func (k *TypedKindSource[object, request]) forCluster(name multicluster.ClusterName, cl cluster.Cluster) (*clusterKind[object, request], error) {
 	if k == nil || k.handler == nil {
 		return nil, errors.New("mcsource.Kind: no handler (a source not made by Kind or TypedKind)")
 	}

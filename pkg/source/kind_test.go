@@ -24,8 +24,8 @@ func TestKindSourceWithoutHandlerFails(t *testing.T) {
 		"zero value":             {},
 		"Kind without a handler": mcsource.Kind(&corev1.ConfigMap{}, mchandler.TypedEventHandlerFunc[*corev1.ConfigMap, mcreconcile.Request](nil)),
 	} {
-		if got, err := src.ForCluster("a", nil); err == nil || got != nil {
-			t.Errorf("%s: ForCluster = %v, %v; want an error", name, got, err)
+		if got, ok, err := src.ForCluster("a", nil); err == nil || got != nil || ok {
+			t.Errorf("%s: ForCluster = %v, %v, %v; want an error", name, got, ok, err)
 		}
 	}
 }
@@ -46,7 +46,7 @@ func (c *readerCounter) GetScheme() *runtime.Scheme  { return scheme.Scheme }
 func TestKindSourceDoesNotAskForTheAPIReaderUpFront(t *testing.T) {
 	src := mcsource.Kind(&corev1.ConfigMap{}, mchandler.TypedEnqueueRequestForObject[*corev1.ConfigMap]())
 	cl := &readerCounter{}
-	if _, err := src.ForCluster("a", cl); err != nil {
+	if _, _, err := src.ForCluster("a", cl); err != nil {
 		t.Fatal(err)
 	}
 	if cl.asked != 0 {

@@ -20,11 +20,11 @@ type SyncingSource[object client.Object] = TypedSyncingSource[object, mcreconcil
 // controller-runtime syncing source (Start, then WaitForSync). The sources
 // made by Kind and TypedKind are TypedSyncingSources.
 type TypedSyncingSource[object client.Object, request comparable] interface {
-	TypedSource[request]
+	TypedSource[object, request]
 	// SyncingForCluster is ForCluster for a caller that waits for the
-	// cluster's source to sync. It returns nil, nil for a cluster the source
-	// does not watch (its cluster filter refused it).
-	SyncingForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[request], error)
+	// cluster's source to sync. It returns nil, false, nil for a cluster the
+	// source does not watch (its cluster filter refused it).
+	SyncingForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[request], bool, error)
 	// WithProjection makes the source watch, in each cluster, the object that
 	// project returns for it instead of the object it was made with: a
 	// cluster whose API serves the type under another version, or an
@@ -35,18 +35,15 @@ type TypedSyncingSource[object client.Object, request comparable] interface {
 
 var _ SyncingSource[client.Object] = &KindSource[client.Object]{}
 
-// SyncingForCluster returns the cluster's watch as a syncing source, or nil,
-// nil if the source's cluster filter refuses the cluster.
-func (k *TypedKindSource[object, request]) SyncingForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[request], error) {
-	src, err := k.ForCluster(name, cl)
+// SyncingForCluster returns the cluster's watch as a syncing source and
+// true, or nil, false, nil if the source's cluster filter refuses the
+// cluster.
+func (k *TypedKindSource[object, request]) SyncingForCluster(name multicluster.ClusterName, cl cluster.Cluster) (source.TypedSyncingSource[request], bool, error) {
+	src, err := k.forCluster(name, cl)
 	if err != nil || src == nil {
-		return nil, err
+		return nil, false, err
 	}
-	syncing, ok := src.(source.TypedSyncingSource[request])
-	if !ok { // ForCluster of Kind always returns a clusterKind; kept honest anyway
-		return nil, fmt.Errorf("cluster %q: %s does not sync", name, src)
-	}
-	return syncing, nil
+	return src, true, nil
 }
 
 // WithProjection sets the projection of the watched object per cluster (see

@@ -73,8 +73,9 @@ type Options struct {
 	// installations. Other types are refused by SetupWithManager.
 	ObjectToWatch client.Object
 	// IsReady reports whether a Cluster may be engaged; it receives an object
-	// of ObjectToWatch's type. Defaults to DefaultIsReady.
-	IsReady func(obj client.Object) bool
+	// of ObjectToWatch's type and the context of the reconcile that reads it
+	// (upstream's shape). Defaults to DefaultIsReady.
+	IsReady func(ctx context.Context, obj client.Object) bool
 	// Predicates select the Clusters considered: a Cluster is engaged only
 	// while every predicate accepts it as a Generic event (so
 	// predicate.NewPredicateFuncs filters apply), and is disengaged when one
@@ -116,7 +117,7 @@ func New(opts Options) *Provider {
 		opts.ObjectToWatch = &clusterv1.Cluster{}
 	}
 	if opts.IsReady == nil {
-		opts.IsReady = DefaultIsReady
+		opts.IsReady = func(_ context.Context, obj client.Object) bool { return DefaultIsReady(obj) }
 	}
 	p := &Provider{opts: opts}
 	scheme := runtime.NewScheme() // the provider's own: the manager's need not know Cluster API
@@ -188,7 +189,7 @@ func (p *Provider) desire(ctx context.Context, r client.Reader, obj client.Objec
 			return inventory.Desired{Withdrawn: "the Predicates no longer select its Cluster"}, nil
 		}
 	}
-	if !p.opts.IsReady(obj) {
+	if !p.opts.IsReady(ctx, obj) {
 		return inventory.Desired{Withdrawn: "its Cluster is not ready"}, nil
 	}
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: obj.GetName() + KubeconfigSecretSuffix}

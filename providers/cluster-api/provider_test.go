@@ -388,7 +388,7 @@ func TestGetUnknownClusterIsNotFound(t *testing.T) {
 func TestCustomIsReady(t *testing.T) {
 	// Engage as soon as the Cluster is provisioned, before its control plane
 	// reports initialised, for example.
-	e := start(t, 0, capi.Options{IsReady: func(o client.Object) bool {
+	e := start(t, 0, capi.Options{IsReady: func(_ context.Context, o client.Object) bool {
 		return o.(*clusterv1.Cluster).Status.Phase == string(clusterv1.ClusterPhaseProvisioned)
 	}})
 	ctx := context.Background()

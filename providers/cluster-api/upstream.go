@@ -35,10 +35,16 @@ func (p *Provider) secret(ctx context.Context, r client.Reader, key client.Objec
 	return secret, nil
 }
 
-// ListClusters returns the clusters the provider has engaged, by name
-// ("<namespace>/<name>"). A cluster disengaged while the map is built is left
-// out.
-func (p *Provider) ListClusters() map[multicluster.ClusterName]cluster.Cluster {
+// ListClusters returns the names of the clusters the provider has engaged ("<namespace>/<name>"),
+// sorted: upstream's shape (programs append the host's name and range over
+// them). EngagedClusters returns the clusters themselves.
+func (p *Provider) ListClusters() []multicluster.ClusterName {
+	return p.ClusterNames()
+}
+
+// EngagedClusters returns the clusters the provider has engaged, by name. A
+// cluster disengaged while the map is built is left out.
+func (p *Provider) EngagedClusters() map[multicluster.ClusterName]cluster.Cluster {
 	out := map[multicluster.ClusterName]cluster.Cluster{}
 	for _, name := range p.ClusterNames() {
 		if cl, err := p.Get(context.Background(), name); err == nil {

@@ -3,6 +3,7 @@ package capi_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -39,8 +40,11 @@ func TestGetSecretAndListClusters(t *testing.T) {
 	e.cluster(t, "a", true, nil)
 	expectEngaged(t, e.tracker, map[string]identity{e.name("a"): {Member: 1, Kubeconfig: string(secret.Data[capi.KubeconfigSecretKey])}})
 	p := e.mgr.GetProvider().(*capi.Provider)
-	if got := p.ListClusters(); len(got) != 1 || got[e.name("a")] == nil {
+	if got := p.ListClusters(); !slices.Equal(got, []multicluster.ClusterName{e.name("a")}) {
 		t.Fatalf("ListClusters = %v, want %s", got, e.name("a"))
+	}
+	if got := p.EngagedClusters(); len(got) != 1 || got[e.name("a")] == nil {
+		t.Fatalf("EngagedClusters = %v, want %s", got, e.name("a"))
 	}
 }
 

@@ -15,7 +15,7 @@
 //	...
 //	provider, err := clusterinventoryapi.New(clusterinventoryapi.Options{AccessProviders: aps})
 //	mgr, err := mcmanager.New(hubConfig, provider, mcmanager.Options{})
-//	err = provider.SetupWithManager(ctx, mgr)
+//	err = provider.SetupWithManagerContext(ctx, mgr)
 //
 // # Readiness
 //

@@ -40,7 +40,7 @@ func ExampleNew() {
 		if err != nil {
 			return nil, err
 		}
-		return mgr, provider.SetupWithManager(ctx, mgr)
+		return mgr, provider.SetupWithManagerContext(ctx, mgr)
 	}
 	_ = setup
 	// Output: 0

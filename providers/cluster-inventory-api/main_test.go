@@ -215,7 +215,7 @@ func startSetUp(t testing.TB, opts clusterinventoryapi.Options, setup func(mcman
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := p.SetupWithManager(ctx, mgr); err != nil {
+	if err := p.SetupWithManagerContext(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := mgr.Add(e.tracker); err != nil {

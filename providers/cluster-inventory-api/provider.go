@@ -58,7 +58,7 @@ type Options struct {
 	HealthCheck func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 	// IsReady decides whether a profile's cluster should be engaged.
 	// Default ControlPlaneHealthy.
-	IsReady func(*v1alpha1.ClusterProfile) bool
+	IsReady func(ctx context.Context, profile *v1alpha1.ClusterProfile) bool
 	// ClusterName names a profile's cluster. Default NamespacedName
 	// ("<namespace>/<name>"); ClusterID uses the KEP-2149
 	// cluster.clusterset.k8s.io property.
@@ -160,7 +160,7 @@ func New(opts Options) (*Provider, error) {
 	}
 	opts.AccessProviders = append([]AccessProvider(nil), opts.AccessProviders...)
 	if opts.IsReady == nil {
-		opts.IsReady = ControlPlaneHealthy
+		opts.IsReady = func(_ context.Context, profile *v1alpha1.ClusterProfile) bool { return ControlPlaneHealthy(profile) }
 	}
 	if opts.ClusterName == nil {
 		opts.ClusterName = NamespacedName
@@ -191,8 +191,15 @@ func New(opts Options) (*Provider, error) {
 // host cluster, whose address profiles may not name unless
 // ProfilePolicy.HubServer says otherwise. mgr must run the provider: pass
 // the provider to mcmanager.New (or to a provider that runs it, such as the
-// multi provider).
-func (p *Provider) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error {
+// multi provider). It takes the manager alone, as in the upstream design;
+// SetupWithManagerContext is the same with a context.
+func (p *Provider) SetupWithManager(mgr mcmanager.Manager) error {
+	return p.SetupWithManagerContext(context.Background(), mgr)
+}
+
+// SetupWithManagerContext is SetupWithManager with a context, the shape of
+// the kubeconfig provider's SetupWithManager.
+func (p *Provider) SetupWithManagerContext(ctx context.Context, mgr mcmanager.Manager) error {
 	if mgr == nil {
 		return errors.New("cluster-inventory-api provider: nil manager")
 	}
@@ -204,7 +211,7 @@ func (p *Provider) SetupWithManager(ctx context.Context, mgr mcmanager.Manager) 
 
 // desire reads the cluster a profile asks for. What only a change of the
 // profile can fix is refused: reported once, not retried.
-func (p *Provider) desire(_ context.Context, _ client.Reader, profile *v1alpha1.ClusterProfile) (inventory.Desired, error) {
+func (p *Provider) desire(ctx context.Context, _ client.Reader, profile *v1alpha1.ClusterProfile) (inventory.Desired, error) {
 	key := client.ObjectKeyFromObject(profile)
 	name, err := p.opts.ClusterName(profile)
 	if err == nil {
@@ -215,7 +222,7 @@ func (p *Provider) desire(_ context.Context, _ client.Reader, profile *v1alpha1.
 	if err != nil {
 		return inventory.Desired{Withdrawn: "its ClusterProfile names no valid cluster"}, inventory.Refused(ReasonInvalidProfile, err)
 	}
-	if !p.opts.IsReady(profile) {
+	if !p.opts.IsReady(ctx, profile) {
 		return inventory.Desired{Withdrawn: "its ClusterProfile is not ready"}, nil
 	}
 	ap, entry, err := credentials.SelectAccessProvider(profile, p.opts.AccessProviders)

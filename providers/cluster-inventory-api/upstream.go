@@ -10,12 +10,13 @@ func fromStrategy(opts *Options) error {
 	if opts.NewCluster != nil {
 		return errors.New("cluster-inventory-api provider: Options.NewCluster is not supported: clusters are built by the fleet engine; configure them with Options.ClusterOptions")
 	}
-	strategy := opts.KubeconfigStrategyOption.AccessProvider.Providers
-	if len(strategy) == 0 {
+	ap := opts.KubeconfigStrategyOption.AccessProvider
+	if ap == nil || ap.Provider == nil || len(ap.Provider.Providers) == 0 {
 		return nil
 	}
+	strategy := ap.Provider.Providers
 	if len(opts.AccessProviders) > 0 {
-		return errors.New("cluster-inventory-api provider: both Options.AccessProviders and Options.KubeconfigStrategyOption.AccessProvider.Providers are set: set one")
+		return errors.New("cluster-inventory-api provider: both Options.AccessProviders and Options.KubeconfigStrategyOption.AccessProvider.Provider are set: set one")
 	}
 	opts.AccessProviders = strategy
 	return nil

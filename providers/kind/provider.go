@@ -47,8 +47,10 @@ type Options struct {
 	// ClusterOptions are applied to every cluster the provider creates.
 	ClusterOptions []cluster.Option
 	// RESTOptions adjust each cluster's rest.Config (QPS, timeouts, ...)
-	// before it is built.
-	RESTOptions []func(*rest.Config)
+	// before it is built, in order (upstream's shape). An error leaves the
+	// cluster out of this listing, logged with the cluster's name; the next
+	// listing tries again.
+	RESTOptions []func(*rest.Config) error
 	// Lister lists the clusters. Default: the kind library, with the
 	// container runtime it detects at the first listing.
 	Lister Lister
@@ -112,8 +114,10 @@ func (p *Provider) desire(name string) (inventory.Desired, error) {
 	if err != nil { // clientcmd quotes the offending YAML: keep credentials out of logs
 		return inventory.Desired{Name: name}, fmt.Errorf("cluster %q: its kubeconfig is malformed", name)
 	}
-	for _, opt := range p.opts.RESTOptions {
-		opt(cfg)
+	for i, opt := range p.opts.RESTOptions {
+		if err := opt(cfg); err != nil {
+			return inventory.Desired{Name: name}, fmt.Errorf("cluster %q: RESTOptions[%d]: %w", name, i, err)
+		}
 	}
 	return inventory.Desired{Name: name, Config: cfg, Hash: inventory.Hash([]byte(kc))}, nil
 }

@@ -117,7 +117,7 @@ func TestEngagePrefixRemoveAndRecreate(t *testing.T) {
 		Prefix:      "fleet-",
 		Lister:      l,
 		Interval:    100 * time.Millisecond,
-		RESTOptions: []func(*rest.Config){func(c *rest.Config) { c.QPS = 42 }},
+		RESTOptions: []func(*rest.Config) error{func(c *rest.Config) error { c.QPS = 42; return nil }},
 	})
 	tr := run(t, p)
 
@@ -200,5 +200,28 @@ func TestListedAfterTheFirstSuccessfulListing(t *testing.T) {
 	case <-p.Listed():
 	case <-time.After(time.Minute):
 		t.Fatal("Listed not closed within a minute of a successful listing")
+	}
+}
+
+// A RESTOptions error leaves its cluster out, naming it; the other clusters
+// are engaged with the options applied.
+func TestRESTOptionsErrorLeavesTheClusterOut(t *testing.T) {
+	kc1, kc2 := kubeconfig(t, 1, "kind-a"), kubeconfig(t, 2, "kind-b")
+	l := &lister{clusters: map[string]string{"good": kc1, "refused": kc2}}
+	refusedHost := fleet.Config(2).Host
+	p := kind.New(kind.Options{
+		Lister:   l,
+		Interval: 100 * time.Millisecond,
+		RESTOptions: []func(*rest.Config) error{func(c *rest.Config) error {
+			if c.Host == refusedHost {
+				return errors.New("no QPS for this one")
+			}
+			return nil
+		}},
+	})
+	tr := run(t, p)
+	expectEngaged(t, tr, map[string]identity{"good": {Member: 1, Kubeconfig: kc1}})
+	if _, err := p.Get(t.Context(), "refused"); !errors.Is(err, multicluster.ErrClusterNotFound) {
+		t.Fatalf("Get of the cluster its RESTOptions refused: %v, want ErrClusterNotFound", err)
 	}
 }

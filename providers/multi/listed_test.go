@@ -53,7 +53,7 @@ func startMulti(t *testing.T, m *Provider) {
 func TestListedWhenEveryListingProviderHasListed(t *testing.T) {
 	m := New(Options{})
 	a, b := newListing(), newListing()
-	for prefix, p := range map[string]multicluster.Provider{"a": a, "b": b, "c": nop.New()} {
+	for prefix, p := range map[string]multicluster.Provider{"a": a, "b": b, "c": struct{ multicluster.Provider }{nop.New()}} {
 		if err := m.AddProvider(prefix, p); err != nil {
 			t.Fatal(err)
 		}

@@ -12,9 +12,11 @@ import (
 var errChannelSize = errors.New("multi provider: Options.ChannelSize has no effect here (inner providers' clusters reach the fleet engine directly, unbuffered): leave it unset")
 
 // ManagerSetupProvider is an inner provider that registers itself with the
-// manager, as the controller-driven providers do (kubeconfig, cluster-api,
-// cluster-inventory-api). After SetupWithManager, the multi provider sets
-// up every such inner provider, present and added later, with its manager.
+// manager, as the kubeconfig provider does. After SetupWithManager, the
+// multi provider sets up every such inner provider, present and added later,
+// with its manager, and also those with SetupWithManagerContext(ctx, mgr) or
+// upstream's SetupWithManager(mgr) (the Cluster API and
+// cluster-inventory-api providers).
 type ManagerSetupProvider interface {
 	multicluster.Provider
 	SetupWithManager(ctx context.Context, mgr mcmanager.Manager) error
@@ -52,12 +54,31 @@ func (m *Provider) setUp(ctx context.Context, prefix string, p multicluster.Prov
 	m.mu.Lock()
 	mgr := m.mgr
 	m.mu.Unlock()
-	sp, ok := p.(ManagerSetupProvider)
-	if mgr == nil || !ok {
+	if mgr == nil {
 		return nil
 	}
-	if err := sp.SetupWithManager(ctx, mgr); err != nil {
+	if err := setUpWith(ctx, p, mgr); err != nil {
 		return fmt.Errorf("multi provider: prefix %q: setting up %T with the manager: %w", prefix, p, err)
+	}
+	return nil
+}
+
+// setUpWith sets p up with mgr if p is set up with a manager: a
+// ManagerSetupProvider, or a provider with upstream's SetupWithManager(mgr)
+// and SetupWithManagerContext(ctx, mgr) (the Cluster API and
+// cluster-inventory-api providers). Other providers are left alone.
+func setUpWith(ctx context.Context, p multicluster.Provider, mgr mcmanager.Manager) error {
+	switch sp := p.(type) {
+	case ManagerSetupProvider:
+		return sp.SetupWithManager(ctx, mgr)
+	case interface {
+		SetupWithManagerContext(context.Context, mcmanager.Manager) error
+	}:
+		return sp.SetupWithManagerContext(ctx, mgr)
+	case interface {
+		SetupWithManager(mcmanager.Manager) error
+	}:
+		return sp.SetupWithManager(mgr)
 	}
 	return nil
 }
@@ -69,21 +90,33 @@ type RunnableProvider interface {
 	multicluster.ProviderRunnable
 }
 
-// AsRunnable returns p as a RunnableProvider: p itself if it runs, or p with
-// a Start that only waits for its context, for a provider whose clusters are
-// engaged by other code (a controller-driven provider, set up with the
-// manager) and which should still be registered as runnable.
-func AsRunnable(p multicluster.Provider) RunnableProvider {
+// AsRunnable returns p as a RunnableProvider, in upstream's shape: p itself
+// if it runs; otherwise p with a Start that, if mgr is not nil and p is a
+// ManagerSetupProvider (a controller-driven provider), sets p up with mgr and
+// then waits for its context. A provider whose clusters are engaged by other
+// code is so registered as runnable; pass a nil mgr for one that is set up
+// already (or through the multi provider's SetupWithManager).
+func AsRunnable(p multicluster.Provider, mgr mcmanager.Manager) RunnableProvider {
 	if r, ok := p.(RunnableProvider); ok {
 		return r
 	}
-	return waiting{p}
+	return waiting{Provider: p, mgr: mgr}
 }
 
-type waiting struct{ multicluster.Provider }
+type waiting struct {
+	multicluster.Provider
+	mgr mcmanager.Manager
+}
 
-// Start waits until ctx ends: the provider engages nothing by itself.
-func (waiting) Start(ctx context.Context, _ multicluster.Aware) error {
+// Start sets the provider up with the manager AsRunnable was given, if any
+// and it needs it, and waits until ctx ends: the provider engages nothing by
+// itself.
+func (w waiting) Start(ctx context.Context, _ multicluster.Aware) error {
+	if w.mgr != nil {
+		if err := setUpWith(ctx, w.Provider, w.mgr); err != nil {
+			return fmt.Errorf("multi provider: setting up %T with the manager: %w", w.Provider, err)
+		}
+	}
 	<-ctx.Done()
 	return nil
 }

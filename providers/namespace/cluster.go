@@ -357,9 +357,25 @@ func (c *virtualCache) Start(context.Context) error {
 
 var errCacheStart = errors.New("the cache of a namespace virtual cluster is the provider's shared cache, which the provider starts; it cannot be started through a virtual cluster")
 
-// WaitForCacheSync waits for the shared cache.
+// WaitForCacheSync waits until every informer the cluster registered on has
+// delivered its initial list, on their completion signals: not for the whole
+// shared cache, whose other informers serve other clusters, and without
+// controller-runtime's 100 ms polling. It returns false if ctx ends first.
 func (c *virtualCache) WaitForCacheSync(ctx context.Context) bool {
-	return c.r.(cache.Cache).WaitForCacheSync(ctx)
+	c.vc.mu.Lock()
+	regs := make([]*registration, 0, len(c.vc.regs))
+	for r := range c.vc.regs {
+		regs = append(regs, r)
+	}
+	c.vc.mu.Unlock()
+	for _, r := range regs {
+		select {
+		case <-r.HasSyncedChecker().Done():
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return ctx.Err() == nil
 }
 
 // IndexField registers an index once on the shared cache, for every virtual

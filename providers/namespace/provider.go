@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
@@ -96,11 +97,10 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 			cancel(fmt.Errorf("%w: %w", errSharedStopped, err))
 		})
 	}
-	if !p.cl.GetCache().WaitForCacheSync(ctx) {
-		return fmt.Errorf("namespace provider: shared cache did not sync: %w", context.Cause(ctx))
-	}
-
-	informer, err := p.cl.GetCache().GetInformer(ctx, &corev1.Namespace{})
+	// The Namespace informer is watched at once, not after it synced: its
+	// initial list arrives as Add events, each namespace's cluster published
+	// as it comes, with no wait of controller-runtime's 100 ms polling.
+	informer, err := p.cl.GetCache().GetInformer(ctx, &corev1.Namespace{}, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("namespace provider: getting the Namespace informer: %w", err)
 	}

@@ -1,5 +1,7 @@
 package namespace
 
+import "github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+
 // The types a namespace's virtual cluster is made of, under the upstream
 // design's names, for programs that type-assert to them (to reach the
 // namespace a cluster stands for, say). Their exported methods are those of
@@ -24,3 +26,7 @@ type (
 
 // Namespace returns the namespace the cluster stands for.
 func (vc *virtualCluster) Namespace() string { return vc.namespace }
+
+// Name returns the cluster's name, upstream's method: the namespace's name,
+// under which the provider engages the cluster.
+func (vc *virtualCluster) Name() multicluster.ClusterName { return vc.namespace }

@@ -41,7 +41,11 @@ func main() {
 	}
 	provider, err := clusterinventoryapi.New(clusterinventoryapi.Options{
 		KubeconfigStrategyOption: kubeconfigstrategy.Option{
-			AccessProvider: kubeconfigstrategy.AccessProviderOption{Providers: accessProviders},
+			// Upstream: Provider: accessConfig, an *access.Config of
+			// sigs.k8s.io/cluster-inventory-api (not a dependency here).
+			AccessProvider: &kubeconfigstrategy.AccessProviderOption{
+				Provider: &credentials.AccessProvidersConfig{Providers: accessProviders},
+			},
 		},
 	})
 	if err != nil {
@@ -56,7 +60,7 @@ func main() {
 		entryLog.Error(err, "unable to create manager")
 		os.Exit(1)
 	}
-	if err := provider.SetupWithManager(ctx, mgr); err != nil {
+	if err := provider.SetupWithManager(mgr); err != nil {
 		entryLog.Error(err, "unable to set up provider")
 		os.Exit(1)
 	}

@@ -59,9 +59,9 @@ func main() {
 		for {
 			if names := registry.ClusterNames(); !slices.Equal(names, last) {
 				var hosts []string
-				registry.ForEach(func(name multicluster.ClusterName, cl cluster.Cluster) bool {
+				_ = registry.ForEach(func(name multicluster.ClusterName, cl cluster.Cluster) error {
 					hosts = append(hosts, fmt.Sprintf("%s=%s", name, cl.GetConfig().Host))
-					return true
+					return nil
 				})
 				entryLog.Info("Engaged clusters", "names", fmt.Sprint(names), "hosts", strings.Join(hosts, ","))
 				last = names

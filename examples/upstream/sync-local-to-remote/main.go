@@ -67,7 +67,11 @@ func main() {
 			if err := local.GetClient().Get(ctx, req.NamespacedName, cm); err != nil {
 				return ctrl.Result{}, client.IgnoreNotFound(err)
 			}
-			for name, remote := range provider.ListClusters() {
+			for _, name := range provider.ListClusters() {
+				remote, err := provider.Get(ctx, name)
+				if err != nil {
+					continue // left since it was listed
+				}
 				ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: cm.Namespace}}
 				if err := remote.GetClient().Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
 					return ctrl.Result{}, fmt.Errorf("cluster %q: %w", name, err)

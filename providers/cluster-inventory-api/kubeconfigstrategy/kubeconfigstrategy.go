@@ -11,19 +11,24 @@ import (
 
 // Option chooses how the provider gets a profile's credentials.
 type Option struct {
-	// AccessProvider gets them from KEP-5339 access providers.
-	AccessProvider AccessProviderOption
+	// AccessProvider, if set, gets them from KEP-5339 access providers
+	// (upstream's shape: a pointer, nil for none).
+	AccessProvider *AccessProviderOption
 }
 
-// AccessProviderOption lists the access providers (credential plugins) the
+// AccessProviderOption holds the access providers (credential plugins) the
 // provider may run, in order of preference: a profile uses the first of them
-// it lists. credentials.LoadAccessProviders reads them from the KEP's
-// configuration file.
+// it lists.
 type AccessProviderOption struct {
-	Providers []credentials.AccessProvider
+	// Provider is the KEP-5339 configuration, as the file that
+	// credentials.LoadAccessProviders reads holds it. Upstream's field is a
+	// *access.Config of sigs.k8s.io/cluster-inventory-api, a module this
+	// library does not depend on (it has its own types of the KEP); write
+	// &credentials.AccessProvidersConfig{Providers: aps} instead.
+	Provider *credentials.AccessProvidersConfig
 }
 
 // FromAccessProviders returns an Option that uses providers.
 func FromAccessProviders(providers ...credentials.AccessProvider) Option {
-	return Option{AccessProvider: AccessProviderOption{Providers: providers}}
+	return Option{AccessProvider: &AccessProviderOption{Provider: &credentials.AccessProvidersConfig{Providers: providers}}}
 }
