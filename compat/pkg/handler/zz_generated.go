@@ -52,8 +52,8 @@ type EventHandler = mchandler.EventHandler
 type EventHandlerFunc = mchandler.EventHandlerFunc
 
 // ForCluster calls [mchandler.ForCluster].
-func ForCluster[object client.Object](name mcmulticluster.ClusterName, h handler.TypedEventHandler[object, reconcile.Request]) handler.TypedEventHandler[object, mcreconcile.Request] {
-	return mchandler.ForCluster[object](name, h)
+func ForCluster(h handler.EventHandler, name mcmulticluster.ClusterName) mchandler.EventHandler {
+	return mchandler.ForCluster(h, name)
 }
 
 // HubRequests calls [mchandler.HubRequests].
@@ -84,6 +84,11 @@ func TypedEnqueueHubRequests[object client.Object](reqs ...reconcile.Request) mc
 	return mchandler.TypedEnqueueHubRequests[object](reqs...)
 }
 
+// TypedEnqueueReconcileRequestsFromMapFunc calls [mchandler.TypedEnqueueReconcileRequestsFromMapFunc].
+func TypedEnqueueReconcileRequestsFromMapFunc[object client.Object](fn handler.TypedMapFunc[object, reconcile.Request]) mchandler.TypedEventHandlerFunc[object, mcreconcile.Request] {
+	return mchandler.TypedEnqueueReconcileRequestsFromMapFunc[object](fn)
+}
+
 // TypedEnqueueRequestForObject calls [mchandler.TypedEnqueueRequestForObject].
 func TypedEnqueueRequestForObject[object client.Object]() mchandler.TypedEventHandlerFunc[object, mcreconcile.Request] {
 	return mchandler.TypedEnqueueRequestForObject[object]()
@@ -95,8 +100,8 @@ func TypedEnqueueRequestForOwner[object client.Object](ownerType client.Object, 
 }
 
 // TypedEnqueueRequestsFromMapFunc calls [mchandler.TypedEnqueueRequestsFromMapFunc].
-func TypedEnqueueRequestsFromMapFunc[object client.Object](fn handler.TypedMapFunc[object, reconcile.Request]) mchandler.TypedEventHandlerFunc[object, mcreconcile.Request] {
-	return mchandler.TypedEnqueueRequestsFromMapFunc[object](fn)
+func TypedEnqueueRequestsFromMapFunc[object client.Object, request mcreconcile.ClusterAware[request]](fn handler.TypedMapFunc[object, request]) mchandler.TypedEventHandlerFunc[object, request] {
+	return mchandler.TypedEnqueueRequestsFromMapFunc[object, request](fn)
 }
 
 // TypedEnqueueRequestsFromMapFuncWithClusterPreservation calls [mchandler.TypedEnqueueRequestsFromMapFuncWithClusterPreservation].
@@ -108,8 +113,8 @@ func TypedEnqueueRequestsFromMapFuncWithClusterPreservation[object client.Object
 type TypedEventHandlerFunc[object client.Object, request comparable] = mchandler.TypedEventHandlerFunc[object, request]
 
 // TypedForCluster calls [mchandler.TypedForCluster].
-func TypedForCluster[object client.Object](name mcmulticluster.ClusterName, h handler.TypedEventHandler[object, reconcile.Request]) handler.TypedEventHandler[object, mcreconcile.Request] {
-	return mchandler.TypedForCluster[object](name, h)
+func TypedForCluster[object client.Object](h handler.TypedEventHandler[object, reconcile.Request], name mcmulticluster.ClusterName) handler.TypedEventHandler[object, mcreconcile.Request] {
+	return mchandler.TypedForCluster[object](h, name)
 }
 
 // TypedInjectCluster calls [mchandler.TypedInjectCluster].

@@ -80,12 +80,12 @@ func TypedKind[object client.Object, request comparable](obj object, h mchandler
 type TypedKindSource[object client.Object, request comparable] = mcsource.TypedKindSource[object, request]
 
 // TypedSource is [mcsource.TypedSource].
-type TypedSource[request comparable] = mcsource.TypedSource[request]
+type TypedSource[object client.Object, request comparable] = mcsource.TypedSource[object, request]
 
 // TypedSyncingSource is [mcsource.TypedSyncingSource].
 type TypedSyncingSource[object client.Object, request comparable] = mcsource.TypedSyncingSource[object, request]
 
 // WithEngageOptions calls [mcsource.WithEngageOptions].
-func WithEngageOptions[request comparable](src mcsource.TypedSource[request], opts mcsource.EngageOptions) mcsource.TypedSource[request] {
+func WithEngageOptions[request comparable](src mcsource.TypedSource[client.Object, request], opts mcsource.EngageOptions) mcsource.TypedSource[client.Object, request] {
 	return mcsource.WithEngageOptions[request](src, opts)
 }

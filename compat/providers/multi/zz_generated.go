@@ -3,13 +3,14 @@
 package multi
 
 import (
+	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	mcmulticluster "github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcmulti "github.com/mcruntime/multicluster-runtime/providers/multi"
 )
 
 // AsRunnable calls [mcmulti.AsRunnable].
-func AsRunnable(p mcmulticluster.Provider) mcmulti.RunnableProvider {
-	return mcmulti.AsRunnable(p)
+func AsRunnable(p mcmulticluster.Provider, mgr mcmanager.Manager) mcmulti.RunnableProvider {
+	return mcmulti.AsRunnable(p, mgr)
 }
 
 // DefaultSeparator is [mcmulti.DefaultSeparator].
