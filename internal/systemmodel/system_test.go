@@ -32,9 +32,9 @@ var (
 // cluster was handed away from), "outcome" (Add returns its own outcome),
 // "add-returns" (every Add returns, at once when owned elsewhere).
 var knownDefects = map[string]bool{
-	// An Add waiting for its fence never returns when the cluster is
-	// handed to another replica meanwhile (seed 2, step 36).
-	"add-returns": true,
+	// An Add whose cluster's fence lapses while it starts returns nil
+	// though the cluster is engaged nowhere (seed 4, step 67).
+	"outcome": true,
 }
 
 func TestSystem(t *testing.T) {
@@ -325,7 +325,7 @@ func (w *world) addMember() {
 	case kindNS:
 		m.host = "" // its server is the shared cluster's, one per replica
 	}
-	if k != kindNS && w.rng.IntN(7) == 0 {
+	if k != kindNS && w.rng.IntN(5) == 0 {
 		m.broken = true
 	}
 	if w.rng.IntN(6) == 0 {

@@ -111,6 +111,13 @@ func (f *fakeCluster) String() string { return fmt.Sprintf("%s@%p", f.name, f) }
 
 func (f *fakeCluster) Start(ctx context.Context) error {
 	if f.broken {
+		// It fails as its first lists are refused: after a while.
+		t := time.NewTimer(f.syncDelay)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+		}
 		return errors.New("start failed: its server refuses the cache's lists")
 	}
 	if f.starts.Add(1) > 1 {

@@ -80,8 +80,14 @@ func (e *Engine) nextStepLocked(rec *record) step {
 			return e.leaveLocked(rec)
 		case m == nil:
 			e.forgetLocked(rec, "removed by its provider")
-		case rec.state != StateWanted:
-			e.transitionLocked(rec, StateWanted, "this replica does not run it")
+		default:
+			// Engage calls and Outcomes waiting here (for the fence, say)
+			// hear nil, as they would have at once: the cluster is engaged
+			// where it runs, and here when this replica may run it.
+			rec.notifyLocked(nil, nil)
+			if rec.state != StateWanted {
+				e.transitionLocked(rec, StateWanted, "this replica does not run it")
+			}
 		}
 		return nil
 	}
