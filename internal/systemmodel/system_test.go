@@ -31,11 +31,7 @@ var (
 // taken while owned elsewhere), "engage" (no engagement on a replica the
 // cluster was handed away from), "outcome" (Add returns its own outcome),
 // "add-returns" (every Add returns, at once when owned elsewhere).
-var knownDefects = map[string]bool{
-	// An Add whose cluster's fence lapses while it starts returns nil
-	// though the cluster is engaged nowhere (seed 4, step 67).
-	"outcome": true,
-}
+var knownDefects = map[string]bool{}
 
 func TestSystem(t *testing.T) {
 	for _, invariant := range strings.Split(*flagGate, ",") {

@@ -298,8 +298,12 @@ func (e *Engine) leaveLocked(rec *record) step {
 	if rec.member == nil {
 		why, to = "removed", StateGone
 	}
-	// Engage calls waiting here return: the cluster is engaged where it runs.
-	rec.notifyLocked(nil, nil)
+	if !e.mayRunLocked(rec, rec.member) {
+		// Engage calls waiting here return: the cluster is engaged where
+		// it runs. Those of a cluster this replica still owns, whose fence
+		// lapsed, wait for its next run here: their outcome is that one's.
+		rec.notifyLocked(nil, nil)
+	}
 	e.transitionLocked(rec, to, why)
 	e.health.release(rec)
 	return func() {
