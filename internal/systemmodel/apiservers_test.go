@@ -65,6 +65,11 @@ func TestSystemOnAPIServers(t *testing.T) {
 		seed = *flagSeed
 	}
 	rng := rand.New(rand.NewPCG(seed, 17))
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("seed %d failed; rerun it alone: go test -race -count=1 -run 'TestSystemOnAPIServers$' ./internal/systemmodel/ -systemmodel.seed=%d", seed, seed)
+		}
+	})
 	servers := fleettest.New(t, 2) // 0: the host of the namespaces, 1: a member
 	host, member := servers.Config(0), servers.Config(1)
 	hostClient := testbed.NewClient(t, host)
@@ -187,14 +192,14 @@ func TestSystemOnAPIServers(t *testing.T) {
 
 	gone := map[multicluster.ClusterName]bool{}
 	for step := 1; step <= 24; step++ {
-		name := names[rng.IntN(len(names))]
-		switch n := rng.IntN(10); {
-		case n < 4:
+		name := names[(step-1)%len(names)] // each name has its turn
+		switch n := rng.IntN(20); {
+		case n < 9:
 			owner, _ := fences.ownerOf(name)
 			fences.setOwner(name, 1-owner)
-		case n < 6:
+		case n < 14:
 			fences.lose(name)
-		case n < 8:
+		case n < 18:
 			field := fmt.Sprintf("name-%d", step)
 			for _, r := range reps {
 				r.indexes = append(r.indexes, field)
