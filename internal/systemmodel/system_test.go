@@ -15,6 +15,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -611,5 +612,23 @@ func (w *world) nothingRuns() error {
 			return fmt.Errorf("cluster %s still runs after its member was removed", cl)
 		}
 	}
+	for _, m := range w.members {
+		for _, metric := range perClusterMetrics {
+			if _, series := fleettest.Metric(w.t, metric, map[string]string{"cluster": m.engineName}); series > 0 {
+				return fmt.Errorf("%d series of %s are left for %s, removed", series, metric, m.engineName)
+			}
+		}
+	}
 	return nil
+}
+
+// perClusterMetrics are the engine's metrics with a series per cluster:
+// none is left once the cluster is removed from every replica.
+var perClusterMetrics = []string{
+	"multicluster_cluster_healthy",
+	"multicluster_cluster_engaged",
+	"multicluster_cluster_last_transition_timestamp_seconds",
+	"multicluster_cluster_disconnected_seconds_total",
+	"multicluster_cluster_probes_total",
+	"multicluster_cluster_paused",
 }
