@@ -49,8 +49,10 @@
 //   - a member removed leaves nothing on any replica: no record, no fence,
 //     no subscriber holding it;
 //
-// and at the end, with every member removed and the replicas stopped, no
-// cluster runs and (goleak, TestMain) no goroutine is left.
+// and once every member is removed, no cluster runs and no per-cluster
+// metric series is left; once the replicas stopped, (goleak, TestMain) no
+// goroutine is left. The engine's probe queue is not looked into: it is
+// not visible outside pkg/fleet.
 //
 // A failing seed prints itself, the schedule's last steps, the engines' last
 // log lines and the command line that reruns it alone:
