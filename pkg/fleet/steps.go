@@ -80,8 +80,14 @@ func (e *Engine) nextStepLocked(rec *record) step {
 			return e.leaveLocked(rec)
 		case m == nil:
 			e.forgetLocked(rec, "removed by its provider")
-		case rec.state != StateWanted:
-			e.transitionLocked(rec, StateWanted, "this replica does not run it")
+		default:
+			// Engage calls and Outcomes waiting here (for the fence, say)
+			// hear nil, as they would have at once: the cluster is engaged
+			// where it runs, and here when this replica may run it.
+			rec.notifyLocked(nil, nil)
+			if rec.state != StateWanted {
+				e.transitionLocked(rec, StateWanted, "this replica does not run it")
+			}
 		}
 		return nil
 	}
@@ -292,8 +298,12 @@ func (e *Engine) leaveLocked(rec *record) step {
 	if rec.member == nil {
 		why, to = "removed", StateGone
 	}
-	// Engage calls waiting here return: the cluster is engaged where it runs.
-	rec.notifyLocked(nil, nil)
+	if !e.mayRunLocked(rec, rec.member) {
+		// Engage calls waiting here return: the cluster is engaged where
+		// it runs. Those of a cluster this replica still owns, whose fence
+		// lapsed, wait for its next run here: their outcome is that one's.
+		rec.notifyLocked(nil, nil)
+	}
 	e.transitionLocked(rec, to, why)
 	e.health.release(rec)
 	return func() {

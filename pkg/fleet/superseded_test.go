@@ -2,7 +2,9 @@ package fleet_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -113,5 +115,42 @@ func TestProbeQueueStaysEmptyWhenProbingIsDisabled(t *testing.T) {
 	}
 	if n := e.ProbeEntries(); n != 0 {
 		t.Fatalf("the probe queue holds %d entries after 50 engagements with probing disabled, want 0", n)
+	}
+}
+
+// A publication waiting for its outcome while its cluster's fence lapses
+// hears the outcome of the cluster's next run on this replica, which still
+// owns it: not nil at the lapse, when the cluster is engaged nowhere. Found
+// by the whole-system checker (internal/systemmodel, seed 4, step 67: a
+// host outage lapsed the fence of a cluster that could not start, and its
+// Add returned nil).
+func TestAnOutcomeOutlastsAFenceLapse(t *testing.T) {
+	fences := newFenceService()
+	e, _ := startEngine(t, fleet.Options{Admission: fences})
+	fleettest.Eventually(t, 10*time.Second, func() error { return e.Ready(nil) }) // before, the outcome is nil at once
+	building := make(chan struct{})
+	var builds atomic.Int32
+	outcome := make(chan error, 1)
+	e.SetMember(fleet.Member{Name: "lapsed", Hash: "1", Outcome: outcome, Build: func(ctx context.Context) (cluster.Cluster, error) {
+		if builds.Add(1) > 1 {
+			return nil, errors.New("refused by its server")
+		}
+		close(building)
+		<-ctx.Done() // the build in flight ends with the fence
+		return nil, ctx.Err()
+	}})
+	select {
+	case <-building:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cluster was not built within 10s")
+	}
+	fences.lose("lapsed")
+	select {
+	case err := <-outcome:
+		if err == nil {
+			t.Fatal("the outcome was nil after the fence lapsed, though the cluster was engaged nowhere and its next start failed")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no outcome within 10s of the fence's lapse")
 	}
 }

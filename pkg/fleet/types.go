@@ -69,8 +69,11 @@ type Member struct {
 	// replica: nil once the member is engaged with every subscriber, or at
 	// once while this replica does not run it (the engine has not started,
 	// or sharding assigns it elsewhere: it is engaged when it may, or where
-	// it runs); else the error of its first failed attempt, or why it was
-	// replaced or removed first. The engine never blocks on it: give it
+	// it runs), and nil as well once the cluster is handed to another
+	// replica before it is engaged here (a fence that lapses meanwhile
+	// does not answer it: the cluster's next run here does); else the
+	// error of its first failed attempt, or why it was replaced or removed
+	// first. The engine never blocks on it: give it
 	// room for one. Publishing the same Hash again hears of the member
 	// already published.
 	Outcome chan<- error

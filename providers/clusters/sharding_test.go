@@ -2,6 +2,7 @@ package clusters_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -77,6 +78,52 @@ func TestAddOfAClusterOwnedElsewhereReturnsAtOnce(t *testing.T) {
 		t.Fatalf("the cluster is %s after Add, want wanted (owned elsewhere)", state)
 	}
 
+	fences.SetOwns(name, true)
+	fleettest.Eventually(t, 30*time.Second, func() error {
+		_, err := p.Get(ctx, name)
+		return err
+	})
+}
+
+// An Add waiting for its cluster's fence returns when the cluster is handed
+// to another replica meanwhile: it is engaged where it runs, as Add of a
+// cluster owned elsewhere returns at once. It used to wait until its ctx
+// ended: the engine let go of the fence's Acquire and answered nobody.
+// Found by the whole-system checker (internal/systemmodel, seed 2, step 36).
+func TestAddWaitingForItsFenceReturnsWhenTheClusterIsHandedAway(t *testing.T) {
+	p, e, fences := shardedProvider(t)
+	const name = "handed-away"
+	unblock := fences.Block() // the fence is held by a peer: Acquire waits
+	defer unblock()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	added := make(chan error, 1)
+	go func() { added <- p.Add(ctx, name, testbed.NewCluster(t, fleet.Config(1))) }()
+	fleettest.Eventually(t, 10*time.Second, func() error {
+		if _, known := e.State(name); !known {
+			return errors.New("not published yet")
+		}
+		return nil
+	})
+	select {
+	case err := <-added:
+		t.Fatalf("Add returned before the cluster's fence was acquired: %v", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+
+	fences.SetOwns(name, false)
+	select {
+	case err := <-added:
+		if err != nil {
+			t.Fatalf("Add of a cluster handed to another replica while it waited for its fence: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Add of a cluster handed to another replica while it waited for its fence did not return within 10s")
+	}
+	if state, _ := e.State(name); state != mcfleet.StateWanted {
+		t.Fatalf("the cluster is %s, want wanted (owned elsewhere)", state)
+	}
+	unblock()
 	fences.SetOwns(name, true)
 	fleettest.Eventually(t, 30*time.Second, func() error {
 		_, err := p.Get(ctx, name)
