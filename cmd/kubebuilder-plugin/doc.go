@@ -19,8 +19,13 @@
 // Kubebuilder finds the plugin in $EXTERNAL_PLUGINS_PATH (default
 // ~/.config/kubebuilder/plugins on Linux) under its name and version:
 //
-//	go build -o ~/.config/kubebuilder/plugins/multicluster.mcruntime.io/v1-alpha/multicluster.mcruntime.io \
-//		github.com/mcruntime/multicluster-runtime/cmd/kubebuilder-plugin
+//	dir=~/.config/kubebuilder/plugins/multicluster.mcruntime.io/v1-alpha
+//	GOBIN=$dir go install github.com/mcruntime/multicluster-runtime/cmd/kubebuilder-plugin@latest
+//	mv $dir/kubebuilder-plugin $dir/multicluster.mcruntime.io
+//
+// Installed at a release, the plugin makes projects require the library at
+// that release (init's --library-version says otherwise); --library-dir
+// points them at a checkout instead.
 //
 // docs/getting-started/kubebuilder.md shows the commands and the project
 // they produce.

@@ -87,7 +87,12 @@ func scaffoldInit(req external.PluginRequest) (map[string]string, error) {
 			return nil, err
 		}
 		if !strings.Contains(k, "- "+providerRoleBinding) {
-			changed[rbacKustomization] = strings.Replace(k, "- role_binding.yaml\n", "- role_binding.yaml\n- "+providerRoleBinding+"\n", 1)
+			if strings.Contains(k, "- role_binding.yaml\n") {
+				k = strings.Replace(k, "- role_binding.yaml\n", "- role_binding.yaml\n- "+providerRoleBinding+"\n", 1)
+			} else {
+				k = strings.TrimRight(k, "\n") + "\n- " + providerRoleBinding + "\n"
+			}
+			changed[rbacKustomization] = k
 		}
 	}
 	return changed, nil
