@@ -93,12 +93,15 @@ func TestKubebuilderProject(t *testing.T) {
 		expectIn(t, project, controller, edit)
 		expectIn(t, project, filepath.Join("internal", "controller", "frigate_controller.go"), "func (r *FrigateReconciler) Reconcile(ctx context.Context, req mcreconcile.Request)")
 		expectIn(t, project, mainPath, "(&controller.GuestbookReconciler{\n\t\tManager: mgr,\n\t})", "(&controller.FrigateReconciler{\n\t\tManager: mgr,\n\t})")
+		// A webhook, served by the host's manager; go/v4's webhook test runs with the others.
+		sh.run(project, kubebuilder, "create", "webhook", plugins, "--group=fleet", "--version=v1", "--kind=Guestbook", "--defaulting")
+		expectIn(t, project, mainPath, "SetupGuestbookWebhookWithManager(mgr.GetLocalManager())")
 		sh.run(project, "make", "manifests")
-		sh.run(project, "go", "build", "./...")
+		// Every package, keeping the manager's binary (bin/cmd, after its package).
+		sh.run(project, "go", "build", "-o", filepath.Join(tmp, "bin")+string(filepath.Separator), "./...")
 
 		// The manager's flags: --provider chooses the provider.
-		manager := filepath.Join(tmp, "bin", "manager")
-		sh.run(project, "go", "build", "-o", manager, "./cmd")
+		manager := filepath.Join(tmp, "bin", "cmd")
 		kubeconfig := filepath.Join(tmp, "kubeconfig")
 		if err := os.WriteFile(kubeconfig, []byte(unreachableKubeconfig), 0o600); err != nil {
 			t.Fatal(err)
@@ -108,8 +111,17 @@ func TestKubebuilderProject(t *testing.T) {
 			t.Errorf("the manager with --provider=carrier-pigeon: err %v, output:\n%s", err, out)
 		}
 
-		// The project's own tests, of both kinds, on a fleet of control planes.
-		sh.run(project, "go", "test", "-count=1", "./...")
+		// The project's own tests, of both kinds, on a fleet of control planes
+		// (three specs a kind), and go/v4's of the webhook.
+		start := time.Now()
+		out, err = sh.output(project, "go", "test", "-count=1", "-v", "./...")
+		if err != nil {
+			t.Fatalf("go test ./...: %v\n%s", err, out)
+		}
+		if !strings.Contains(out, "Ran 6 of 6 Specs") {
+			t.Errorf("go test ./... did not run the 6 specs of the two kinds:\n%s", out)
+		}
+		t.Logf("go test -count=1 -v ./... (%s)", time.Since(start).Round(time.Second))
 	})
 }
 
