@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // TestKubebuilderProject scaffolds a project the way a user does, with
@@ -77,7 +80,7 @@ func TestKubebuilderProject(t *testing.T) {
 		return
 	}
 
-	t.Run("create api again", func(t *testing.T) {
+	ok = t.Run("create api again", func(t *testing.T) {
 		sh := sh.with(t)
 		// The user changes the first controller before the next kind.
 		const edit = "\n// The user's own line, kept by later scaffolds.\n"
@@ -122,6 +125,42 @@ func TestKubebuilderProject(t *testing.T) {
 			t.Errorf("go test ./... did not run the 6 specs of the two kinds:\n%s", out)
 		}
 		t.Logf("go test -count=1 -v ./... (%s)", time.Since(start).Round(time.Second))
+	})
+
+	if !ok {
+		return
+	}
+
+	t.Run("manifests", func(t *testing.T) {
+		// config/default as kustomize renders it for kubectl apply -k: the
+		// provider's Role from the markers of cmd/providers.go, bound to the
+		// manager's service account.
+		k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+		resources, err := k.Run(filesys.MakeFsOnDisk(), filepath.Join(project, "config", "default"))
+		if err != nil {
+			t.Fatalf("kustomize build config/default: %v", err)
+		}
+		const ns, role, sa = "fleet-operator-system", "fleet-operator-manager-role", "fleet-operator-controller-manager"
+		found := map[string]string{}
+		for _, r := range resources.Resources() {
+			if r.GetNamespace() != ns || (r.GetKind() != "Role" && r.GetKind() != "RoleBinding") {
+				continue
+			}
+			y, err := r.AsYAML()
+			if err != nil {
+				t.Fatal(err)
+			}
+			found[r.GetKind()+" "+r.GetName()] = string(y)
+		}
+		if y := found["Role "+role]; !strings.Contains(y, "- secrets") {
+			t.Errorf("no Role %s/%s granting the kubeconfig provider its Secrets: %q", ns, role, y)
+		}
+		y := found["RoleBinding fleet-operator-manager-provider-rolebinding"]
+		for _, want := range []string{"kind: Role\n  name: " + role, "kind: ServiceAccount\n  name: " + sa + "\n  namespace: " + ns} {
+			if !strings.Contains(y, want) {
+				t.Errorf("the provider's RoleBinding does not hold %q:\n%s", want, y)
+			}
+		}
 	})
 }
 
