@@ -25,7 +25,7 @@ test:
 	@assets="$$(hack/envtest-assets.sh)"; export KUBEBUILDER_ASSETS="$$assets"; \
 	fail=0; for dir in $(MODULE_DIRS); do \
 		echo "==> go test $$dir"; \
-		(cd "$$dir" && $(GO) test -race -count=1 $(TEST_FLAGS) ./...) || fail=1; \
+		(cd "$$dir" && $(GO) test -race -count=1 -timeout 30m $(TEST_FLAGS) ./...) || fail=1; \
 	done; exit $$fail
 
 ## lint: gofmt, go vet and staticcheck on every module; generated code and the book's snippets and links.

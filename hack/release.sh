@@ -29,6 +29,7 @@ PROVIDERS=(providers/kind providers/cluster-api compat)
 # The providers with modules of their own, whose compatibility modules
 # (compat/<dir>) require them: released once the proxy serves them.
 SEPARATE_PROVIDERS=(providers/kind providers/cluster-api)
+PLUGIN=cmd/kubebuilder-plugin
 
 die() { echo "release: $*" >&2; exit 1; }
 
@@ -68,6 +69,11 @@ providers)
 		git tag -a "$dir/$version" -m "$dir $version"
 		tags+=("$dir/$version")
 	done
+	# The kubebuilder plugin requires none of them, but the projects it
+	# scaffolds require the root and providers/cluster-api at its own version.
+	git rev-parse -q --verify "refs/tags/$PLUGIN/$version" >/dev/null && die "tag $PLUGIN/$version exists"
+	git tag -a "$PLUGIN/$version" -m "$PLUGIN $version"
+	tags+=("$PLUGIN/$version")
 	echo "committed the bump and tagged ${tags[*]} at $(git rev-parse --short HEAD)"
 	echo "next: git push origin HEAD ${tags[*]}"
 	;;
