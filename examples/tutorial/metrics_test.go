@@ -89,6 +89,27 @@ func TestDeployedMetricsAreReadByTheReaderRoleOnly(t *testing.T) {
 		t.Errorf("plain HTTP GET /metrics: %s %q, want 400 and no metrics", resp.Status, cut(string(body)))
 	}
 
+	// The documented way out, never the default: --metrics-secure=false
+	// serves both paths in clear to anyone.
+	t.Run("plain HTTP by --metrics-secure=false", func(t *testing.T) {
+		addr := freeAddr(t)
+		ctl := startController(t, d.bin, d.kubeconfig, append(deploymentArgs(t, d.deployment, addr), "--metrics-secure=false")...)
+		fleettest.Eventually(t, time.Minute, func() error {
+			for path, content := range map[string]string{"/metrics": "multicluster_clusters{", "/clusters": `"name":"member-1"`} {
+				resp, err := http.Get("http://" + addr + path)
+				if err != nil {
+					return fmt.Errorf("%w\n%s", err, ctl)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), content) {
+					return fmt.Errorf("anonymous plain HTTP GET %s: %s %q", path, resp.Status, cut(string(body)))
+				}
+			}
+			return nil
+		})
+	})
+
 	for i, rule := range auth.Rules {
 		t.Run(fmt.Sprintf("without %s rule %d %v", auth.Name, i, rule.Resources), func(t *testing.T) {
 			reduced := auth.DeepCopy()
