@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
@@ -56,8 +57,12 @@ func NewManager(cfg *rest.Config, provider multicluster.Provider) (mcmanager.Man
 
 	// snippet:operate-status
 	return mcmanager.New(cfg, provider, mcmanager.Options{
-		Metrics:                metricsserver.Options{BindAddress: ":8080"}, // /metrics and /clusters
-		HealthProbeBindAddress: ":8081",                                     // /readyz and /healthz
+		Metrics: metricsserver.Options{ // /metrics and /clusters
+			BindAddress:    ":8443",
+			SecureServing:  true,                                       // HTTPS
+			FilterProvider: filters.WithAuthenticationAndAuthorization, // TokenReview, then SubjectAccessReview
+		},
+		HealthProbeBindAddress: ":8081", // /readyz and /healthz
 	},
 		mcmanager.WithHealthChecks(health),
 		mcmanager.WithStatusEndpoint(status.DefaultPath), // the default: "/clusters"; "" serves none

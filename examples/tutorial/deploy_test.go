@@ -72,6 +72,7 @@ type deployment struct {
 	host, member        client.Client
 	deployment          *unstructured.Unstructured
 	roles               []*rbacv1.Role
+	clusterRoles        []*rbacv1.ClusterRole // the metrics server's (metrics_test.go)
 	refused             *corev1.Secret
 }
 
@@ -111,7 +112,11 @@ func deploy(t *testing.T, dir string) *deployment {
 			}
 			d.roles = append(d.roles, r)
 		case "ClusterRole":
-			t.Fatalf("%s has ClusterRole %s: this test removes the rules of Roles only", dir, o.GetName())
+			r := &rbacv1.ClusterRole{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, r); err != nil {
+				t.Fatal(err)
+			}
+			d.clusterRoles = append(d.clusterRoles, r)
 		}
 	}
 	if d.deployment == nil || len(d.roles) == 0 {
@@ -155,7 +160,7 @@ func (d *deployment) run(t *testing.T, n int) []*controller {
 	d.deleteLeases(t)
 	ctls := make([]*controller, n)
 	for i := range ctls {
-		ctls[i] = startController(t, d.bin, d.kubeconfig, deploymentArgs(t, d.deployment)...)
+		ctls[i] = startController(t, d.bin, d.kubeconfig, deploymentArgs(t, d.deployment, "0")...)
 	}
 	return ctls
 }
@@ -257,8 +262,9 @@ func serviceAccountKubeconfig(t *testing.T, host client.Client, ns string, deplo
 }
 
 // deploymentArgs returns the manager container's arguments, with the pod's
-// environment expanded and the ports moved off fixed numbers.
-func deploymentArgs(t *testing.T, deployment *unstructured.Unstructured) []string {
+// environment expanded and the ports moved off fixed numbers: the metrics
+// server's to metricsAddr ("0": none).
+func deploymentArgs(t *testing.T, deployment *unstructured.Unstructured, metricsAddr string) []string {
 	t.Helper()
 	containers, _, _ := unstructured.NestedSlice(deployment.Object, "spec", "template", "spec", "containers")
 	if len(containers) != 1 {
@@ -270,7 +276,7 @@ func deploymentArgs(t *testing.T, deployment *unstructured.Unstructured) []strin
 		a = strings.ReplaceAll(a, "$(POD_NAMESPACE)", deployment.GetNamespace())
 		switch {
 		case strings.HasPrefix(a, "--metrics-bind-address="):
-			a = "--metrics-bind-address=0"
+			a = "--metrics-bind-address=" + metricsAddr
 		case strings.HasPrefix(a, "--health-probe-bind-address="):
 			a = "--health-probe-bind-address=" + freeAddr(t)
 		}

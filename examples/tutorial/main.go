@@ -8,6 +8,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"flag"
 	"os"
 
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	mcbuilder "github.com/mcruntime/multicluster-runtime/pkg/builder"
@@ -26,10 +28,13 @@ import (
 )
 
 func main() {
-	var namespace, metricsAddr, probeAddr string
-	var leaderElect, shard bool
+	var namespace, metricsAddr, metricsCertDir, probeAddr string
+	var leaderElect, shard, metricsSecure, enableHTTP2 bool
 	flag.StringVar(&namespace, "namespace", "fleet-system", "namespace of the kubeconfig Secrets and of the leader election Lease")
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", "address of the metrics endpoint (0 disables it)")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of /metrics and /clusters (0 disables them)")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve /metrics and /clusters over HTTPS to authenticated and authorized clients only; false serves them over plain HTTP to anyone who reaches the port")
+	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "directory of the metrics server's tls.crt and tls.key (empty: a self-signed certificate made at start)")
+	flag.BoolVar(&enableHTTP2, "enable-http2", false, "allow HTTP/2 on the metrics server (off: HTTP/1.1 only, against HTTP/2 stream floods)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so that only one replica reconciles")
 	flag.BoolVar(&shard, "sharding", false, "share the clusters between the replicas instead of electing a leader")
@@ -45,8 +50,18 @@ func main() {
 	if shard { // each cluster is run by one live replica, fenced by Leases in the namespace
 		mcOpts = append(mcOpts, mcmanager.WithSharding(sharding.Options{Namespace: namespace, Name: "fleet-controller"}))
 	}
+	// /metrics and /clusters (the status endpoint, on the same listener):
+	// HTTPS, and every request authenticated (TokenReview) and authorized
+	// (SubjectAccessReview: get on the path) by the host's API server.
+	metrics := metricsserver.Options{BindAddress: metricsAddr, SecureServing: metricsSecure, CertDir: metricsCertDir}
+	if metricsSecure {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	if !enableHTTP2 {
+		metrics.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
+	}
 	mgr, err := mcmanager.New(ctrl.GetConfigOrDie(), provider, mcmanager.Options{
-		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
+		Metrics:                 metrics,
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "fleet-controller",

@@ -101,16 +101,21 @@ func expiryWarningAt(token string, seen time.Time) (at, exp time.Time, ok bool) 
 	return at, exp, true
 }
 
-// expiryWatch is the expiry warning of one token of one member.
+// expiryWatch is the expiry warning of one token of one member, and its
+// series in multicluster_cluster_credentials_expiry_timestamp_seconds while
+// it is current.
 type expiryWatch struct {
+	name  multicluster.ClusterName
 	token string
 	at    time.Time
+	exp   time.Time
 	timer *time.Timer
 }
 
 func (e *expiryWatch) stop() {
 	if e != nil {
 		e.timer.Stop()
+		unexportExpiry(e.name)
 	}
 }
 
@@ -127,7 +132,8 @@ func (m *Members) watchExpiry(name multicluster.ClusterName, token string, repor
 	if !ok {
 		return nil
 	}
-	w := &expiryWatch{token: token, at: at}
+	w := &expiryWatch{name: name, token: token, at: at, exp: exp}
+	exportExpiry(name, w)
 	w.timer = time.AfterFunc(time.Until(at), func() {
 		m.mu.Lock()
 		current := m.hashes[name].expiry == w

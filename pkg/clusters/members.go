@@ -151,6 +151,9 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 		return true, false
 	}
 	where, who := SplitCredentials(cfg)
+	// The new credentials join the recent ones: the member's words are
+	// redacted of both (a request sent with the old ones may still fail).
+	redact.Known.RememberConfig(name, cfg)
 	key := "content:" + hash
 	if h, ok := endpointHash(where, who); ok && validCertificate(who) {
 		key = "endpoint:" + h

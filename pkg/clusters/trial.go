@@ -171,7 +171,7 @@ func (m *Members) tried(name multicluster.ClusterName, cl *lightCluster, t *cred
 		w.trial = nil
 		m.hashes[name] = w
 		if err != nil {
-			m.log.Info("Could not try the cluster's new credentials; rotated them in place all the same", "cluster", name, "error", redact.Err(err).Error())
+			m.log.Info("Could not try the cluster's new credentials; rotated them in place all the same", "cluster", name, "error", redact.Known.ClusterErr(name, err).Error())
 		} else {
 			m.log.Info("Rotated the cluster's credentials in place: same server and CA, new credentials the member accepts", "cluster", name)
 		}
@@ -188,7 +188,7 @@ func (m *Members) tried(name multicluster.ClusterName, cl *lightCluster, t *cred
 	if !first {
 		return
 	}
-	refusal := &RefusedCredentialsError{Cluster: name, Err: redact.Err(err)}
+	refusal := &RefusedCredentialsError{Cluster: name, Err: redact.Known.ClusterErr(name, err)}
 	log.Error(refusal, "Refused a rotation of the cluster's credentials: the member rejects the new ones; it keeps running with its working ones")
 	if t.report != nil {
 		t.report(refusal)

@@ -20,6 +20,7 @@ import (
 
 	"github.com/mcruntime/multicluster-runtime/internal/engagements"
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -506,7 +507,7 @@ func (c *mcController[request]) watchSync(e *engagement, name multicluster.Clust
 		}
 		abandon()
 		c.countSyncFailure(name, s.TypedSyncingSource, err)
-		c.log.Error(fmt.Errorf("%v did not sync: %w", s.of, err), "Watch failed; this controller stops watching the cluster and retries with backoff",
+		c.log.Error(redact.Known.ClusterErr(name, fmt.Errorf("%v did not sync: %w", s.of, err)), "Watch failed; this controller stops watching the cluster and retries with backoff",
 			"cluster", clusterLabel(name))
 		c.retryAfter(e, name, srcs, retryMinBackoff)
 		return
@@ -541,7 +542,7 @@ func (c *mcController[request]) retryAfter(e *engagement, name multicluster.Clus
 		if err == nil || e.ctx.Err() != nil {
 			return
 		}
-		log.Error(err, "Failed to watch cluster, retrying", "retryIn", backoff.String())
+		log.Error(redact.Known.ClusterErr(name, err), "Failed to watch cluster, retrying", "retryIn", backoff.String())
 		timer := time.NewTimer(backoff)
 		select {
 		case <-e.ctx.Done():

@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/controller/fairqueue"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -259,7 +260,7 @@ func (c *mcController[request]) disengagedDuring(req request, err error) reconci
 	metrics.DroppedRequests.WithLabelValues(c.name, "cluster-disengaged").Inc()
 	log := c.log.WithValues("cluster", req.Cluster(), "request", fmt.Sprint(req), "reason", "cluster-disengaged")
 	if err != nil {
-		log = log.WithValues("reconcileError", err.Error())
+		log = log.WithValues("reconcileError", redact.Known.Cluster(req.Cluster(), err.Error()))
 	}
 	log.Info("Dropping request: its cluster was disengaged while it was reconciled")
 	return reconcile.Result{}

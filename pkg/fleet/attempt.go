@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -51,6 +52,9 @@ func (e *Engine) attemptStepLocked(rec *record, m *Member) step {
 		if superseded || rec.gone || e.closing {
 			return // looked at again: what it worked for is no longer wanted
 		}
+		// What the member said, which may echo the credentials it was sent,
+		// goes nowhere unredacted: not the status, log, Events (Report).
+		err = redact.Known.ClusterErr(rec.name, err)
 		rec.note.failed(time.Now(), err)
 		if rec.cur == nil {
 			e.transitionLocked(rec, StateDisconnected, "could not be started: "+err.Error())
@@ -82,6 +86,8 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 	if err != nil {
 		return nil, multicluster.WithCluster(rec.name, fmt.Errorf("building: %w", err))
 	}
+	// Its credentials, to redact by value from what it says (below, health).
+	redact.Known.RememberConfig(rec.name, cl.GetConfig())
 	in := &instance{cl: cl, member: m, stopped: make(chan struct{})}
 	b, lent := cl.(*borrowed)
 	if lent {
@@ -99,7 +105,7 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 	rec.track(in)
 	if !lent {
 		e.wg.Go(func() {
-			if in.runCluster(e.log.WithValues("cluster", rec.name)) {
+			if in.runCluster(rec.name, e.log.WithValues("cluster", rec.name)) {
 				e.mu.Lock()
 				e.kickLocked(rec)
 				e.mu.Unlock()
@@ -153,7 +159,7 @@ func (e *Engine) watchLent(rec *record, in *instance, b *borrowed) {
 		unwatch = context.AfterFunc(b.dead, func() {
 			if cause := context.Cause(b.dead); in.run.Err() == nil && !errors.Is(cause, errLifeEnded) {
 				in.exited.Store(true)
-				e.log.Error(cause, "Cluster stopped running", "cluster", rec.name)
+				e.log.Error(redact.Known.ClusterErr(rec.name, cause), "Cluster stopped running", "cluster", rec.name)
 			}
 			stop()
 			if in.exited.Load() {
@@ -169,7 +175,7 @@ func (e *Engine) watchLent(rec *record, in *instance, b *borrowed) {
 // runCluster runs in's cluster: the one goroutine per cluster, as Start
 // blocks while the cluster runs. It reports whether the cluster exited on
 // its own, while the instance should have run.
-func (in *instance) runCluster(log logr.Logger) (exited bool) {
+func (in *instance) runCluster(name multicluster.ClusterName, log logr.Logger) (exited bool) {
 	err := in.cl.Start(in.run)
 	if AlreadyStarted(err) {
 		// The application runs this cluster itself (upstream's examples start
@@ -186,7 +192,7 @@ func (in *instance) runCluster(log logr.Logger) (exited bool) {
 	if in.run.Err() == nil {
 		in.exited.Store(true)
 		if err != nil {
-			log.Error(err, "Cluster stopped running")
+			log.Error(redact.Known.ClusterErr(name, err), "Cluster stopped running")
 		}
 	}
 	// Closed after exited is set: an engagement in flight either sees the

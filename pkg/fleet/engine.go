@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -349,6 +350,7 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 	rec.member, rec.cur, rec.engaging, rec.runs, rec.fence = nil, nil, nil, nil, nil
 	e.transitionLocked(rec, StateGone, why)
 	e.health.release(rec)
+	redact.Known.Forget(rec.name)
 	if rec.paused {
 		metrics.Paused.DeleteLabelValues(rec.name)
 	}

@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 )
 
 // runProbes is the one scheduler of health probes: each tick it hands the
@@ -198,6 +199,7 @@ const (
 // need; a 401 or 403 means the credentials are no longer accepted.
 func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeResult, err error) {
 	now := time.Now()
+	err = redact.Known.ClusterErr(rec.name, err) // the member's words, before anything prints them
 	metrics.ProbeDuration.Observe(now.Sub(start).Seconds())
 
 	// The common answer, an engaged cluster still healthy, changes nothing

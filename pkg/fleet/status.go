@@ -41,8 +41,10 @@ type ClusterStatus struct {
 	LastProbe ProbeStatus
 	// LastError is the text of the last failed probe or failed attempt to
 	// start the cluster, redacted (URLs lose their user info and query,
-	// Authorization values are replaced); LastErrorAt is when. Kept after
-	// the cluster recovered: compare with Since.
+	// Authorization values are replaced, and so is every current or recent
+	// token and password of the cluster's credentials, by value, wherever
+	// the member's text quotes it); LastErrorAt is when. Kept after the
+	// cluster recovered: compare with Since.
 	LastError   string
 	LastErrorAt time.Time
 }
