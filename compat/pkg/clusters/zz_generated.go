@@ -77,6 +77,9 @@ const LastAppliedAnnotation = mcclusters.LastAppliedAnnotation
 // MaxClusterNameLength is [mcclusters.MaxClusterNameLength].
 const MaxClusterNameLength = mcclusters.MaxClusterNameLength
 
+// MaxExpirySeries is [mcclusters.MaxExpirySeries].
+const MaxExpirySeries = mcclusters.MaxExpirySeries
+
 // Members is [mcclusters.Members].
 type Members = mcclusters.Members
 
