@@ -58,6 +58,18 @@ var (
 		"Health probes of the cluster by result (ok, failed, unauthorized) (series capped and released as multicluster_cluster_healthy).",
 		"cluster", "result")
 
+	// WatchSilences counts the times every watch of an engaged cluster was
+	// found silent for longer than the bound while its API server answered.
+	WatchSilences = NewCounterVec("multicluster_cluster_watch_silences_total",
+		"Times every watch of the engaged cluster was found silent (no event, no bookmark) for longer than the health options' WatchSilence while /readyz answered (series capped and released as multicluster_cluster_healthy).",
+		"cluster")
+
+	// WatchSilentSeconds is how long every watch of a cluster found silent
+	// had been so at its last probe.
+	WatchSilentSeconds = NewGaugeVec("multicluster_cluster_watch_silent_seconds",
+		"Seconds every watch of the engaged cluster had received nothing at its last probe, while longer than the health options' WatchSilence; 0 once its watches deliver again (no series before a first silence; capped and released as multicluster_cluster_healthy).",
+		"cluster")
+
 	// Paused is 1 for a cluster that is paused.
 	Paused = NewGaugeVec("multicluster_cluster_paused",
 		"1 while the cluster is paused: engaged, but its requests held (no series while it is not).",

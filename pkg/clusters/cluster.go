@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/mcruntime/multicluster-runtime/internal/watchlive"
 )
 
 // NewCluster builds a cluster as cluster.New does, from controller-runtime's
@@ -86,7 +88,8 @@ func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (*
 	}
 	// A copy: for a plain config, HTTPClientFor returns http.DefaultClient.
 	httpClient := *base
-	bounded := &boundedTransport{next: next, timeout: DefaultRequestTimeout, gate: connGateFor(next, cfg.Host)}
+	live := new(watchlive.Tracker)
+	bounded := &boundedTransport{next: next, timeout: DefaultRequestTimeout, gate: connGateFor(next, cfg.Host), live: live}
 	httpClient.Transport = bounded
 
 	o := cluster.Options{HTTPClient: &httpClient}
@@ -103,6 +106,9 @@ func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (*
 	}
 	if creds != nil {
 		cl.current = &currentConfig{creds: creds}
+	}
+	if o.HTTPClient != nil && o.HTTPClient.Transport == bounded {
+		cl.live = live // an option that replaced the client replaced what follows the watches
 	}
 	return cl, nil
 }
@@ -200,9 +206,19 @@ type lightCluster struct {
 	events     *recorders
 	// current, if set, follows the credentials rotated in place.
 	current *currentConfig
+	// live, if set, follows the watches of the cluster's HTTP client.
+	live *watchlive.Tracker
 }
 
-var _ cluster.Cluster = &lightCluster{}
+var (
+	_ cluster.Cluster  = &lightCluster{}
+	_ watchlive.Source = &lightCluster{}
+)
+
+// WatchLiveness returns what follows the cluster's watches, nil if an option
+// replaced its HTTP client: the engine's health probes read it (see
+// fleet.HealthOptions.WatchSilence).
+func (c *lightCluster) WatchLiveness() *watchlive.Tracker { return c.live }
 
 func (c *lightCluster) GetHTTPClient() *http.Client          { return c.httpClient }
 func (c *lightCluster) GetScheme() *runtime.Scheme           { return c.scheme }

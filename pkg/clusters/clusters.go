@@ -189,7 +189,11 @@ func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error 
 		// The engine logged it; after Add returned, ErrorHandler, if set,
 		// hears of it too.
 		if err != nil && returned.Load() && e.ctx.Err() == nil && c.ErrorHandler != nil {
-			c.ErrorHandler(err, "The fleet engine failed to start or engage the cluster; it retries", "cluster", name)
+			msg := "The fleet engine failed to start or engage the cluster; it retries"
+			if silent := (*fleet.WatchSilentError)(nil); errors.As(err, &silent) {
+				msg = "Every watch of the cluster is silent while its API server answers"
+			}
+			c.ErrorHandler(err, msg, "cluster", name)
 		}
 	}}
 	defer returned.Store(true)

@@ -13,6 +13,8 @@ import (
 	"k8s.io/client-go/transport"
 	"k8s.io/client-go/util/flowcontrol"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+
+	"github.com/mcruntime/multicluster-runtime/internal/watchlive"
 )
 
 // DefaultRequestTimeout bounds every request of a cluster built by
@@ -86,7 +88,8 @@ type boundedTransport struct {
 	next    http.RoundTripper
 	timeout time.Duration
 	limiter flowcontrol.RateLimiter
-	gate    *connGate // nil: not a shared pooled transport
+	gate    *connGate          // nil: not a shared pooled transport
+	live    *watchlive.Tracker // follows the cluster's watches (nil: not followed)
 }
 
 var (
@@ -136,6 +139,9 @@ func (t *boundedTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp, err := t.next.RoundTrip(req)
 	if cancel == nil {
+		if err == nil && t.live != nil && isWatch(req) && resp.StatusCode/100 == 2 {
+			resp.Body = t.live.Watch(resp.Body) // see fleet.HealthOptions.WatchSilence
+		}
 		return resp, err
 	}
 	if err != nil {
@@ -154,6 +160,12 @@ func longRunning(req *http.Request) bool {
 	q := req.URL.Query()
 	return q.Get("watch") == "true" || q.Get("watch") == "1" || q.Get("follow") == "true" ||
 		req.Header.Get("Upgrade") != "" || req.Header.Get("Connection") == "Upgrade"
+}
+
+// isWatch reports a watch (or a list informers stream through one).
+func isWatch(req *http.Request) bool {
+	w := req.URL.Query().Get("watch")
+	return w == "true" || w == "1"
 }
 
 type cancelOnClose struct {

@@ -78,4 +78,10 @@
 // probes due, not the size of the fleet. A healthy answer takes no lock but
 // the queue's. An answer never cancels an engagement on its way. A 401 or 403
 // asks the provider for fresh credentials at once (Member.Refresh).
+//
+// A probe also follows the data path: once /readyz answered, an engaged
+// cluster whose every watch has received nothing, no event and no bookmark,
+// for longer than HealthOptions.WatchSilence fails its probe with a
+// *WatchSilentError, and is disconnected and engaged again (its watches
+// restarted) after FailureThreshold such probes.
 package fleet

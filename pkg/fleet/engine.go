@@ -62,6 +62,7 @@ func New(opts Options) *Engine {
 	e.health.opts, e.health.log = opts, opts.Logger
 	e.health.queue.off = opts.Health.Disabled
 	e.health.series.Max = opts.MaxHealthSeries
+	e.health.live.init(e)
 	for _, st := range allStates {
 		metrics.Clusters.WithLabelValues(string(st)).Add(0) // every state has a series, at zero
 	}

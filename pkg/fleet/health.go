@@ -40,6 +40,7 @@ func (h *health) runProbes(ctx context.Context, answer answerFunc) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
 	w := newProbeWorkers(ctx, h.opts.MaxConcurrentProbes, h.opts.Health, answer)
+	w.live = &h.live
 	defer func() {
 		w.wg.Wait()
 		// Probes handed over but never started: due again once the engine
@@ -109,6 +110,7 @@ type health struct {
 	series    metrics.SeriesCap
 	running   atomic.Int64 // records this replica runs (see runsHere): the probe budget's divisor
 	stretched atomic.Bool  // the probe budget stretched the interval (logged once)
+	live      liveness     // judges engaged clusters on their watches (liveness.go)
 }
 
 // probeResults are the labels of multicluster_cluster_probes_total, by
@@ -170,7 +172,9 @@ func (h *health) successesNeeded(rec *record, now time.Time) int {
 func (h *health) release(rec *record) {
 	rec.healthGauge.Store(0) // written again by the next probe, if any
 	rec.probeCounters.Store(nil)
+	h.live.forgetLocked(rec)
 	if h.series.Release(rec.name) {
+		releaseWatchSeries(rec.name)
 		metrics.Healthy.DeleteLabelValues(rec.name)
 		metrics.Engaged.DeleteLabelValues(rec.name)
 		metrics.LastTransition.DeleteLabelValues(rec.name)

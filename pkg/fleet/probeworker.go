@@ -34,6 +34,7 @@ type probeWorkers struct {
 	answer  answerFunc
 	check   func(ctx context.Context, name multicluster.ClusterName, cl cluster.Cluster) error
 	readyz  bool          // probe /readyz (unless Check alone decides)
+	live    *liveness     // judges the cluster's watches once it answered (nil: not)
 	wake    chan struct{} // one token per idle worker to wake; never blocks
 	mu      sync.Mutex
 	queue   []probeJob     // handed over, not yet taken
@@ -177,6 +178,9 @@ func (p *prober) probe(j probeJob) bool {
 	}
 	if res == probeOK && w.check != nil {
 		res, err = check(ctx, j, w.check)
+	}
+	if res == probeOK && w.live != nil {
+		res, err = w.live.check(j)
 	}
 
 	p.mu.Lock()

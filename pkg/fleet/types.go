@@ -59,7 +59,9 @@ type Member struct {
 	// so until the provider publishes a new one.
 	Cluster cluster.Cluster
 	// Report, if set, hears of each failed attempt to start or engage the
-	// cluster, and of its engagement (with nil): providers turn it into Events.
+	// cluster, of each silence of its watches (a *WatchSilentError, see
+	// HealthOptions.WatchSilence), and of its engagement (with nil):
+	// providers turn it into Events.
 	Report func(err error)
 	// Paused, if set, pauses the cluster (see Engine.SetPaused): providers
 	// set it from their source (an annotation, say). Publishing the same
@@ -163,6 +165,26 @@ type HealthOptions struct {
 	// SkipReadyz leaves /readyz out: Check alone decides. Ignored without
 	// Check.
 	SkipReadyz bool
+	// WatchSilence bounds how long every watch of an engaged cluster may
+	// receive nothing (no event, no bookmark) while its API server answers
+	// /readyz: beyond it, the cluster's probes fail with a
+	// *WatchSilentError, and after FailureThreshold of them it is
+	// disconnected and engaged again like any cluster that failed its
+	// probes, which restarts its watches (a pre-built cluster, whose cache
+	// its provider runs, keeps its watches: see Member.Cluster). The first
+	// such probe of a silence is logged, reported to Member.Report (an
+	// Event, with the providers of this repository) and counted in
+	// multicluster_cluster_watch_silences_total; each sets
+	// multicluster_cluster_watch_silent_seconds. client-go's informers ask
+	// for bookmarks, which the API server's watch cache sends about once a
+	// minute to every watch even when nothing changes; a watch the cache
+	// does not serve (the cache disabled for its type, an aggregated API
+	// server of another kind) may get none, so a cluster whose every watch
+	// is of such types may look silent: raise the bound, or turn it off.
+	// Only clusters that follow their watches are judged (those built by
+	// pkg/clusters: every built-in provider's). Default DefaultWatchSilence
+	// (3 minutes); negative turns it off.
+	WatchSilence time.Duration
 	// Disabled turns probing off: clusters are never disconnected for health.
 	Disabled bool
 	// MaxProbesPerSecond caps the probes of healthy clusters across the
@@ -197,6 +219,9 @@ func (h HealthOptions) withDefaults() HealthOptions {
 	setDefault(&h.Timeout, DefaultProbeTimeout)
 	setDefault(&h.FailureThreshold, DefaultProbeFailureThreshold)
 	setDefault(&h.SuccessThreshold, DefaultSuccessThreshold)
+	if h.WatchSilence == 0 {
+		h.WatchSilence = DefaultWatchSilence
+	}
 	if h.MaxProbesPerSecond == 0 {
 		h.MaxProbesPerSecond = DefaultMaxProbesPerSecond
 	}

@@ -28,4 +28,7 @@
 //
 // Members are stopped with StopMember, which leaves their configs pointing at
 // a dead endpoint: what an unreachable cluster looks like to a controller.
+// For a member that fails and comes back, engage the members through their
+// Faults (ProviderOptions.Faulty) and Cut, Blackhole, Slow or SilenceWatches
+// one of them (Fleet.Faults), then Restore it.
 package fleettest

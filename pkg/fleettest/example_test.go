@@ -93,3 +93,40 @@ func Example() {
 	// cluster://member-0/default/greeting
 	// cluster://member-1/default/greeting
 }
+
+// A controller's test breaks a member on purpose: engaged through its faults,
+// member 1 is cut off, then its watches are silenced while it still answers;
+// the engine's probes find both and disconnect it, and once restored it is
+// engaged again.
+func ExampleFaults() {
+	fleet, err := fleettest.Start(2, fleettest.Options{})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer func() { _ = fleet.Stop() }()
+
+	provider := fleettest.NewProvider(fleet, fleettest.ProviderOptions{Faulty: true})
+	mgr, err := mcmanager.New(fleet.Config(0), provider, mcmanager.Options{
+		Metrics:                server.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+	}, mcmanager.WithHealthChecks(mcmanager.HealthOptions{
+		Interval:         200 * time.Millisecond,
+		FailureThreshold: 2,
+		WatchSilence:     2 * time.Second, // a test's bound; the default is minutes
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// ... add the controller under test, start mgr ...
+	_ = mgr
+
+	member := fleet.Faults(1)
+	member.Cut() // the member vanishes: its probes fail, it is disconnected
+	member.Restore()
+	member.SilenceWatches() // it answers, its watches deliver nothing
+	member.Restore()
+	member.Slow(100 * time.Millisecond) // every exchange takes 200ms more
+	member.Restore()
+}

@@ -20,6 +20,7 @@ type Fleet struct {
 	envs    []*envtest.Environment
 	configs []*rest.Config
 	stopped []bool
+	faults  []*Faults // started by Faults, stopped with their member
 }
 
 // Options tune a fleet. The zero value is ready to use.
@@ -168,7 +169,14 @@ func (f *Fleet) StopMember(i int) error {
 	f.mu.Lock()
 	already := f.stopped[i]
 	f.stopped[i] = true
+	var faults *Faults
+	if f.faults != nil {
+		faults, f.faults[i] = f.faults[i], nil
+	}
 	f.mu.Unlock()
+	if faults != nil {
+		faults.close()
+	}
 	if already {
 		return nil
 	}

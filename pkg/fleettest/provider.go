@@ -30,6 +30,10 @@ type ProviderOptions struct {
 	Members []int
 	// ClusterOptions are applied to every cluster built for a member.
 	ClusterOptions []cluster.Option
+	// Faulty engages every member through its Faults (Fleet.Faults), so
+	// that the test can cut it off, black-hole it, slow it down or silence
+	// its watches while the controller runs.
+	Faulty bool
 }
 
 // Provider is a provider for tests: it engages members of a Fleet as clusters
@@ -42,6 +46,7 @@ type Provider struct {
 
 	fleet   *Fleet
 	prefix  string
+	faulty  bool
 	members pkgclusters.Members
 
 	mu      sync.Mutex
@@ -60,6 +65,7 @@ func NewProvider(f *Fleet, opts ProviderOptions) *Provider {
 	p := &Provider{
 		fleet:  f,
 		prefix: opts.Prefix,
+		faulty: opts.Faulty,
 		wanted: map[int]bool{},
 	}
 	p.members = pkgclusters.Members{ClusterOptions: opts.ClusterOptions}
@@ -110,6 +116,9 @@ func (p *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 // set wants member i engaged. Callers hold p.mu.
 func (p *Provider) set(i int) {
 	cfg := p.fleet.Config(i)
+	if p.faulty {
+		cfg = p.fleet.Faults(i).Config()
+	}
 	// The configuration of a member never changes; its server address stands
 	// for it.
 	p.members.Set(p.ClusterName(i), cfg.Host, cfg, nil)

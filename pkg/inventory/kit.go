@@ -29,6 +29,7 @@ import (
 
 	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -332,6 +333,13 @@ func (k *Kit[T]) publish(log logr.Logger, ref, source client.Object, d Desired) 
 			log.Info("Cluster's bearer token expires soon and its source has not given another", "expires", expiring.Expires.UTC())
 			if ref != nil {
 				k.warn(ref, ReasonCredentialsExpiring, err)
+			}
+			return
+		}
+		if silent := (*fleet.WatchSilentError)(nil); errors.As(err, &silent) {
+			// Logged by the engine, with the cluster.
+			if ref != nil {
+				k.warn(ref, ReasonWatchSilent, err)
 			}
 			return
 		}

@@ -31,6 +31,12 @@ const (
 	// the source object, and its cluster keeps running with the previous
 	// ones (see clusters.RefusedCredentialsError).
 	ReasonCredentialsRefused = "ClusterCredentialsRefused"
+	// ReasonWatchSilent: every watch of the engaged cluster has received
+	// nothing (no event, no bookmark) for longer than the health options'
+	// WatchSilence while its API server answers; the cluster is
+	// disconnected and engaged again after FailureThreshold such probes
+	// (see fleet.WatchSilentError).
+	ReasonWatchSilent = "ClusterWatchSilent"
 )
 
 // PausedAnnotation, set to "true" on an inventory object (a kubeconfig

@@ -1,6 +1,7 @@
-package testbed
+package netfault
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -8,7 +9,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"testing"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -17,12 +17,17 @@ import (
 // APIProxy is an HTTP proxy in front of an API server that can break the
 // lists and watches of one resource: it answers them with 500, or holds them
 // open without a byte (a list that never ends, a watch that never sends its
-// sync bookmark). Everything else is forwarded with the proxy's own
-// credentials, so its clients need none.
+// sync bookmark). It can also silence every watch (SilenceWatches).
+// Everything else is forwarded with the proxy's own credentials, so its
+// clients need none.
 type APIProxy struct {
 	srv      *httptest.Server
 	resource atomic.Pointer[string]
 	mode     atomic.Int32 // 0 forward, apiFail, apiHang
+	// silence is closed by SilenceWatches; the watches forwarded meanwhile
+	// stop delivering when it is. Replaced by a new one by ForwardWatches.
+	silence   atomic.Pointer[chan struct{}]
+	silenceMu sync.Mutex
 
 	failed atomic.Int32
 	mu     sync.Mutex
@@ -36,22 +41,26 @@ const (
 	apiHang
 )
 
-// NewAPIProxy starts a proxy to the API server of cfg until the test ends.
-func NewAPIProxy(t testing.TB, cfg *rest.Config) *APIProxy {
-	t.Helper()
+// StartAPIProxy starts a proxy to the API server of cfg until Close.
+func StartAPIProxy(cfg *rest.Config) (*APIProxy, error) {
 	target, err := url.Parse(cfg.Host)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("API proxy: %w", err)
 	}
 	transport, err := rest.TransportFor(cfg)
 	if err != nil {
-		t.Fatal(err)
+		return nil, fmt.Errorf("API proxy to %s: %w", target.Host, err)
 	}
 	rp := httputil.NewSingleHostReverseProxy(target)
 	rp.Transport = transport
 	rp.FlushInterval = -1 // watches stream
 	p := &APIProxy{open: map[int]time.Time{}}
+	forwarding := make(chan struct{})
+	p.silence.Store(&forwarding)
 	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if isWatch(r) {
+			w = &silenceable{ResponseWriter: w, silence: *p.silence.Load()}
+		}
 		if !p.matches(r) {
 			rp.ServeHTTP(w, r)
 			return
@@ -66,8 +75,84 @@ func NewAPIProxy(t testing.TB, cfg *rest.Config) *APIProxy {
 			rp.ServeHTTP(w, r)
 		}
 	}))
-	t.Cleanup(p.srv.Close)
-	return p
+	return p, nil
+}
+
+// Close stops the proxy once its requests returned.
+func (p *APIProxy) Close() { p.srv.Close() }
+
+// SilenceWatches makes every watch forwarded, open or to come, stop
+// delivering: its stream stays open and its client hears nothing more, no
+// event and no bookmark, while every other request (/readyz, lists, writes)
+// is answered as before. What a watch would have delivered meanwhile is
+// lost: a watch silenced stays silent until its client closes it, even
+// after ForwardWatches, as a stream stuck between a client and its server
+// does.
+func (p *APIProxy) SilenceWatches() {
+	p.silenceMu.Lock()
+	defer p.silenceMu.Unlock()
+	ch := *p.silence.Load()
+	select {
+	case <-ch:
+	default:
+		close(ch)
+	}
+}
+
+// ForwardWatches forwards the watches that come from now on again; those
+// silenced stay so (see SilenceWatches).
+func (p *APIProxy) ForwardWatches() {
+	p.silenceMu.Lock()
+	defer p.silenceMu.Unlock()
+	ch := *p.silence.Load()
+	select {
+	case <-ch:
+		forwarding := make(chan struct{})
+		p.silence.Store(&forwarding)
+	default:
+	}
+}
+
+// isWatch reports a watch (or a list streamed through one).
+func isWatch(r *http.Request) bool {
+	w := r.URL.Query().Get("watch")
+	return w == "true" || w == "1"
+}
+
+// silenceable is the response of a watch: once silence is closed, what the
+// server sends is dropped and the client hears nothing more. Its status and
+// headers still reach the client, as a server that accepted the watch would
+// send them.
+type silenceable struct {
+	http.ResponseWriter
+	silence <-chan struct{}
+}
+
+func (s *silenceable) silent() bool {
+	select {
+	case <-s.silence:
+		return true
+	default:
+		return false
+	}
+}
+
+func (s *silenceable) WriteHeader(code int) {
+	s.ResponseWriter.WriteHeader(code)
+	_ = http.NewResponseController(s.ResponseWriter).Flush()
+}
+
+func (s *silenceable) Write(b []byte) (int, error) {
+	if s.silent() {
+		return len(b), nil // dropped: the server goes on, the client hears nothing
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *silenceable) Flush() {
+	if !s.silent() {
+		_ = http.NewResponseController(s.ResponseWriter).Flush()
+	}
 }
 
 // Config returns a config for clients of the proxy.
