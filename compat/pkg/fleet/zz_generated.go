@@ -53,6 +53,9 @@ const DefaultProbeTimeout = mcfleet.DefaultProbeTimeout
 // DefaultSuccessThreshold is [mcfleet.DefaultSuccessThreshold].
 const DefaultSuccessThreshold = mcfleet.DefaultSuccessThreshold
 
+// DefaultWatchSilence is [mcfleet.DefaultWatchSilence].
+const DefaultWatchSilence = mcfleet.DefaultWatchSilence
+
 // DrainBound is [mcfleet.DrainBound].
 type DrainBound = mcfleet.DrainBound
 
@@ -126,3 +129,6 @@ const StateWanted = mcfleet.StateWanted
 
 // Status is [mcfleet.Status].
 type Status = mcfleet.Status
+
+// WatchSilentError is [mcfleet.WatchSilentError].
+type WatchSilentError = mcfleet.WatchSilentError

@@ -39,6 +39,9 @@ func ExpectEngaged(t testing.TB, tr *mcfleettest.Tracker, want map[mcmulticluste
 	return mcfleettest.ExpectEngaged(t, tr, want)
 }
 
+// Faults is [mcfleettest.Faults].
+type Faults = mcfleettest.Faults
+
 // Fleet is [mcfleettest.Fleet].
 type Fleet = mcfleettest.Fleet
 

@@ -58,6 +58,9 @@ const ReasonInvalidName = mcinventory.ReasonInvalidName
 // ReasonInvalidPausedAnnotation is [mcinventory.ReasonInvalidPausedAnnotation].
 const ReasonInvalidPausedAnnotation = mcinventory.ReasonInvalidPausedAnnotation
 
+// ReasonWatchSilent is [mcinventory.ReasonWatchSilent].
+const ReasonWatchSilent = mcinventory.ReasonWatchSilent
+
 // Refused calls [mcinventory.Refused].
 func Refused(reason string, err error) error {
 	return mcinventory.Refused(reason, err)
