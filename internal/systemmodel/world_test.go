@@ -359,16 +359,6 @@ func (s *fenceService) setOwner(name string, r int) {
 	}
 }
 
-func (s *fenceService) holderOf(name string) (int, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	g, ok := s.holder[name]
-	if !ok {
-		return -1, false
-	}
-	return g.replica, true
-}
-
 func (s *fenceService) wakeLocked() {
 	close(s.wake)
 	s.wake = make(chan struct{})
