@@ -31,7 +31,10 @@ var (
 // does not parse as a URL is returned whole if it carries nothing that looks
 // like a credential, and as Placeholder otherwise.
 func URL(raw string) string {
-	u, err := url.Parse(raw)
+	// Text redacted once is redacted again unchanged (an error is redacted
+	// where it is made and again where it is shown): a placeholder left in
+	// the user-info or query would not parse.
+	u, err := url.Parse(strings.ReplaceAll(raw, Placeholder, placeholderInURL))
 	if err != nil {
 		if strings.ContainsAny(raw, "@?") {
 			return Placeholder
@@ -57,8 +60,11 @@ func URL(raw string) string {
 		return raw
 	}
 	// Keep the placeholder readable instead of percent-encoded.
-	return strings.NewReplacer("%5Bredacted%5D", Placeholder).Replace(u.String())
+	return strings.NewReplacer("%5Bredacted%5D", Placeholder, placeholderInURL, Placeholder).Replace(u.String())
 }
+
+// placeholderInURL stands for Placeholder while a URL is parsed.
+const placeholderInURL = "mcr-redacted"
 
 // String redacts every URL and Authorization value found in s.
 func String(s string) string {

@@ -64,3 +64,18 @@ func TestStringAndErr(t *testing.T) {
 		t.Error("Err(nil) is not nil")
 	}
 }
+
+// Redacting what was redacted changes nothing: an error redacted where it is
+// made is redacted again where it is shown.
+func TestStringIsIdempotent(t *testing.T) {
+	for _, s := range []string{
+		"connection refused (token=hunter2 at https://admin:secret@member.example/?token=abc)",
+		"Get \"https://user:pw@10.0.0.1:6443/api?timeout=32s\": dial tcp: refused",
+		"Authorization: Bearer abcdef123456 sent to https://host.example/path#frag",
+	} {
+		once := String(s)
+		if twice := String(once); twice != once {
+			t.Errorf("String(%q) = %q, then %q", s, once, twice)
+		}
+	}
+}

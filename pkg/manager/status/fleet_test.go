@@ -13,6 +13,7 @@ import (
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	"k8s.io/client-go/rest"
 )
 
 // fakeCluster is a pre-built cluster that the application runs already and
@@ -23,6 +24,10 @@ type fakeCluster struct{ cluster.Cluster }
 
 func (fakeCluster) Start(context.Context) error { return multicluster.ErrAlreadyStarted }
 func (fakeCluster) GetCache() cache.Cache       { return syncedCache{} }
+
+// GetConfig is asked of every member, to learn the credentials to redact from
+// what it says.
+func (fakeCluster) GetConfig() *rest.Config { return &rest.Config{Host: "https://fake.invalid"} }
 
 type syncedCache struct{ cache.Cache }
 
