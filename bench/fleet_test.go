@@ -15,7 +15,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/fields"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	appsv1client "k8s.io/client-go/kubernetes/typed/apps/v1"
@@ -46,10 +45,8 @@ import (
 //   - library: NewCluster per member (its defaults), added to a provider
 //     before the manager starts; a controller per type, each reconciling
 //     with a cached Get (16 workers).
-//   - library-own-mapper: library with a lazy REST mapper per cluster
-//     instead of the shared one (the MapperProvider option).
-//   - library-no-intern: library without string interning (the cache's
-//     transform replaced by the strip of field management alone).
+//   - library-interned: library with string interning
+//     (clusters.WithInternedStrings, off by default).
 //   - adopted-serial, adopted-concurrent: the seeds' custom-provider path:
 //     each member built with NewCluster and handed to a running manager with
 //     Clusters.Add (start, wait for the cache, engage), one after another or
@@ -163,11 +160,8 @@ type fleetResult struct {
 
 var fleetSides = map[string]func(*testing.B, *simFleet) fleetResult{
 	"library": func(b *testing.B, f *simFleet) fleetResult { return fleetLibrary(b, f, pkgclusters.NewCluster) },
-	"library-own-mapper": func(b *testing.B, f *simFleet) fleetResult {
-		return fleetLibrary(b, f, withOptions(pkgclusters.NewCluster, ownMapper))
-	},
-	"library-no-intern": func(b *testing.B, f *simFleet) fleetResult {
-		return fleetLibrary(b, f, withOptions(pkgclusters.NewCluster, noIntern))
+	"library-interned": func(b *testing.B, f *simFleet) fleetResult {
+		return fleetLibrary(b, f, withOptions(pkgclusters.NewCluster, pkgclusters.WithInternedStrings()))
 	},
 	"controller-runtime": func(b *testing.B, f *simFleet) fleetResult { return fleetLibrary(b, f, cluster.New) },
 	"adopted-serial":     func(b *testing.B, f *simFleet) fleetResult { return fleetAdopted(b, f, true) },
@@ -182,33 +176,6 @@ type buildFunc func(*rest.Config, ...cluster.Option) (cluster.Cluster, error)
 func withOptions(build buildFunc, more ...cluster.Option) buildFunc {
 	return func(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {
 		return build(cfg, append(opts, more...)...)
-	}
-}
-
-// ownMapper gives the cluster a lazy REST mapper of its own, on its own HTTP
-// client, instead of NewCluster's shared one.
-func ownMapper(o *cluster.Options) {
-	o.MapperProvider = func(c *rest.Config, hc *http.Client) (meta.RESTMapper, error) {
-		return pkgclusters.NewLazyRESTMapper(c, hc)
-	}
-}
-
-// noIntern replaces NewCluster's cache transform (the strip of field
-// management, then interning) with the strip alone. The benchmark's caches
-// set no transform of their own, so the default and each namespace's are
-// NewCluster's.
-func noIntern(o *cluster.Options) {
-	newCache := o.NewCache
-	if newCache == nil {
-		newCache = crcache.New
-	}
-	o.NewCache = func(cfg *rest.Config, opts crcache.Options) (crcache.Cache, error) {
-		opts.DefaultTransform = pkgclusters.TransformStripFieldManagement()
-		for ns, c := range opts.DefaultNamespaces {
-			c.Transform = nil
-			opts.DefaultNamespaces[ns] = c
-		}
-		return newCache(cfg, opts)
 	}
 }
 

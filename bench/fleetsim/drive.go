@@ -50,10 +50,12 @@ func floorOf(side string) string {
 	return "client-go"
 }
 
-// line is one benchmark line's figures, in order.
+// line is one benchmark line's figures, in order, or why the side failed
+// in that round.
 type line struct {
 	units  []string
 	values map[string]float64
+	failed string
 }
 
 func (d driveOptions) run(ctx context.Context, manifest string, o options, admin *kubernetes.Clientset) error {
@@ -69,7 +71,13 @@ func (d driveOptions) run(ctx context.Context, manifest string, o options, admin
 			waitIdle(ctx, admin, base)
 			l, err := d.side(ctx, manifest, side, r+1)
 			if err != nil {
-				return fmt.Errorf("side %s, round %d: %w", side, r+1, err)
+				if ctx.Err() != nil {
+					return fmt.Errorf("side %s, round %d: %w", side, r+1, err)
+				}
+				// A side that fails is a figure too: the other sides, and
+				// the rounds after, still run.
+				log.Printf("side %s, round %d failed: %v", side, r+1, err)
+				l = line{failed: err.Error()}
 			}
 			results[side] = append(results[side], l)
 		}
@@ -95,6 +103,10 @@ func (d driveOptions) write(results map[string][]line, sides []string, o options
 			continue
 		}
 		for r, l := range results[side] {
+			if l.failed != "" {
+				fmt.Fprintf(&out, "# %s%s-round%d failed: %s\n", prefix, side, r+1, l.failed)
+				continue
+			}
 			if side != floorOf(side) && r < len(floor) {
 				l = withRatios(l, floor[r], "")
 			}
@@ -104,7 +116,9 @@ func (d driveOptions) write(results map[string][]line, sides []string, o options
 			rounds = append(rounds, l)
 			writeLine(&out, fmt.Sprintf("%s%s-round%d", prefix, side, r+1), l, nil)
 		}
-		writeLine(&out, prefix+side, medians(rounds), rounds)
+		if len(rounds) > 0 {
+			writeLine(&out, prefix+side, medians(rounds), rounds)
+		}
 	}
 	if last {
 		os.Stdout.Write(out.Bytes())
@@ -185,7 +199,7 @@ func (d driveOptions) side(ctx context.Context, manifest, side string, round int
 	cmd.Stdout = io.MultiWriter(&stdout, os.Stderr)
 	cmd.Stderr = os.Stderr
 	if err := cmd.Run(); err != nil {
-		return line{}, err
+		return line{}, fmt.Errorf("%w%s", err, failure(stdout.String()))
 	}
 	sc := bufio.NewScanner(&stdout)
 	for sc.Scan() {
@@ -205,6 +219,28 @@ func (d driveOptions) side(ctx context.Context, manifest, side string, round int
 		return l, nil
 	}
 	return line{}, fmt.Errorf("no BenchmarkFleet line in its output")
+}
+
+// failure is what a failed side's output says went wrong: its test's
+// messages (file:line: ...), each bounded, or nothing.
+func failure(out string) string {
+	var msgs []string
+	for _, l := range strings.Split(out, "\n") {
+		l = strings.TrimSpace(l)
+		if i := strings.Index(l, "_test.go:"); i > 0 && !strings.Contains(l[:i], " ") {
+			if len(l) > 400 {
+				l = l[:400] + "..."
+			}
+			msgs = append(msgs, l)
+		}
+	}
+	if len(msgs) > 3 {
+		msgs = msgs[:3]
+	}
+	if len(msgs) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(msgs, "; ")
 }
 
 // longRunning is the sum of the API server's apiserver_longrunning_requests

@@ -1,10 +1,11 @@
 // Command fleetsim serves a simulated fleet for the scale benchmarks: N
 // members, each on a loopback address of its own (127.1.0.1, 127.1.0.2, ...)
 // with a serving certificate and CA of its own, forwarding to one of a few
-// real kube-apiservers (envtest's binaries, KUBEBUILDER_ASSETS) with a
-// ServiceAccount token of its own, whose Role lets it read ConfigMaps and
-// Deployments in its own namespace and nothing else. To a client every
-// member is a different server, trust root and identity.
+// real kube-apiservers (envtest's binaries, KUBEBUILDER_ASSETS), over
+// connections of its own, with a ServiceAccount token of its own, whose Role
+// lets it read ConfigMaps and Deployments in its own namespace and nothing
+// else. To a client every member is a different server, trust root and
+// identity.
 //
 // Every member's namespace holds objects of its own: ConfigMaps and
 // Deployments whose names, labels and data are drawn from a seeded generator
@@ -51,6 +52,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -148,7 +150,7 @@ func run(ctx context.Context, o options) error {
 		}
 	}()
 	admins := make([]*kubernetes.Clientset, o.servers)
-	proxies := make([]http.Handler, o.servers)
+	upstreams := make([]*rest.Config, o.servers)
 	for i := range o.servers {
 		cfg := servers.Config(i)
 		cfg.QPS, cfg.Burst = -1, 0
@@ -156,9 +158,7 @@ func run(ctx context.Context, o options) error {
 		if admins[i], err = kubernetes.NewForConfig(cfg); err != nil {
 			return err
 		}
-		if proxies[i], err = upstream(cfg); err != nil {
-			return err
-		}
+		upstreams[i] = cfg
 	}
 	host, err := fleettest.KubeconfigFor(servers.Config(0), "host")
 	if err != nil {
@@ -183,7 +183,17 @@ func run(ctx context.Context, o options) error {
 			return err
 		}
 		m.caPEM = ca
-		if err := m.serve(cert, proxies[m.server]); err != nil {
+		// A proxy, so a transport, per member: each member's requests
+		// travel over connections of its own to the API server, as a real
+		// member's to its own server. One transport for all members put
+		// every member's lists and watches on one HTTP/2 connection, read
+		// by one goroutine of this process and written by one of the API
+		// server's, behind which a member's discovery could wait.
+		proxy, err := upstream(upstreams[m.server])
+		if err != nil {
+			return err
+		}
+		if err := m.serve(cert, proxy); err != nil {
 			return err
 		}
 		return writeKubeconfig(filepath.Join(o.dir, m.name+".kubeconfig"), m)

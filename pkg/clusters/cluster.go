@@ -51,9 +51,10 @@ import (
 //   - The cache holds what controllers read: objects are stored without
 //     metadata.managedFields and the LastAppliedAnnotation (see
 //     TransformStripFieldManagement), before any transform of opts, which
-//     still runs; KeepManagedFields keeps both. Their short strings are
-//     shared with equal strings of objects cached before them
-//     (TransformInternStrings). Writes are unaffected: the
+//     still runs; KeepManagedFields keeps both. WithInternedStrings shares
+//     their short strings with equal strings of objects cached before them
+//     (off by default: it pays only where members cache the same
+//     objects). Writes are unaffected: the
 //     API server computes field ownership from each request and the object
 //     it stores, never from a client's copy (an Update that omits
 //     managedFields leaves them as they are; server-side apply sends only the
@@ -94,7 +95,9 @@ func newCluster(cfg *rest.Config, creds *credentials, opts ...cluster.Option) (*
 
 	o := cluster.Options{HTTPClient: &httpClient}
 	flags := applyOptions(&o, opts)
-	o.Cache = transformFirst(o.Cache, memberTransform(flags))
+	if first := memberTransform(flags); first != nil {
+		o.Cache = transformFirst(o.Cache, first)
+	}
 	if flags.compression {
 		if err := compress(cfg, creds, &o, bounded); err != nil {
 			return nil, err

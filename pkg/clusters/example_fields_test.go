@@ -36,8 +36,8 @@ func ExampleWithResponseCompression() {
 	// Output: false
 }
 
-// TransformInternStrings is installed by NewCluster; a cache that NewCluster
-// does not build can install it itself, here after controller-runtime's
+// TransformInternStrings is installed by NewCluster with WithInternedStrings;
+// a cache that NewCluster does not build can install it itself, here after controller-runtime's
 // transform that drops managed fields.
 func ExampleTransformInternStrings() {
 	opts := cache.Options{

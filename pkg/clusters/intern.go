@@ -24,9 +24,10 @@ import (
 // (internShards × internShardSize strings, a shard forgotten when full), so
 // a fleet of unique strings costs CPU, never unbounded memory.
 //
-// NewCluster installs it in every cluster it builds, after the strip of
-// field management (TransformStripFieldManagement) and before any transform
-// of its options.
+// NewCluster installs it in a cluster built with WithInternedStrings, after
+// the strip of field management (TransformStripFieldManagement) and before
+// any transform of its options; it is not a default, as it pays only where
+// members cache the same objects.
 func TransformInternStrings() toolscache.TransformFunc { return internStrings }
 
 func internStrings(in any) (any, error) {

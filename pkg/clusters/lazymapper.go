@@ -20,7 +20,8 @@ import (
 // kind or resource was not found in it (a CRD that was just installed).
 var minRefresh = 5 * time.Second
 
-// discoveryTimeout bounds one discovery request of the lazy mapper.
+// discoveryTimeout bounds one discovery request of the lazy mapper (one
+// that times out is sent once more, see retryTimedOut).
 var discoveryTimeout = 30 * time.Second
 
 // NewLazyRESTMapper returns a REST mapper that fetches discovery data one
@@ -111,7 +112,7 @@ func (m *lazyMapper) group(name string) (metav1.APIGroup, error) {
 		}
 		return g, nil
 	}
-	list, err := m.discovery.ServerGroups()
+	list, err := retryTimedOut(m.discovery.ServerGroups)
 	if err != nil {
 		return g, fmt.Errorf("failed to get server groups: %w", err)
 	}
@@ -157,7 +158,9 @@ func (m *lazyMapper) ensureOne(gv schema.GroupVersion, force bool) error {
 
 // load asks the server for gv's resources and adds them to the mapper.
 func (m *lazyMapper) load(gv schema.GroupVersion) error {
-	list, err := m.discovery.ServerResourcesForGroupVersion(gv.String())
+	list, err := retryTimedOut(func() (*metav1.APIResourceList, error) {
+		return m.discovery.ServerResourcesForGroupVersion(gv.String())
+	})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			m.mu.Lock()

@@ -78,6 +78,7 @@ var building sync.Map // *cluster.Options -> *buildFlags
 type buildFlags struct {
 	keepManagedFields bool
 	compression       bool
+	internStrings     bool
 }
 
 // setFlag returns a cluster option that sets one of NewCluster's flags; under
@@ -101,6 +102,22 @@ func KeepManagedFields() cluster.Option {
 	return setFlag(func(f *buildFlags) { f.keepManagedFields = true })
 }
 
+// WithInternedStrings is a cluster option that makes a cluster NewCluster
+// builds share the short strings of what it caches with equal strings of
+// objects cached before, in any cluster of the process
+// (TransformInternStrings), after the strip of field management.
+//
+// It is off by default: it pays only where members cache the same objects
+// (many cluster names over one server, or copies of one configuration). On a
+// simulated fleet whose members differ (bench/fleetsim, 300 members x 250
+// objects, docs/advanced/performance.md) it saved no heap and cost CPU at
+// every sync and event. Give it to a provider (its ClusterOptions) or a
+// manager (mcmanager.WithClusterOptions) whose members hold largely
+// identical objects. Other builders of clusters ignore it.
+func WithInternedStrings() cluster.Option {
+	return setFlag(func(f *buildFlags) { f.internStrings = true })
+}
+
 // applyOptions applies opts to o and returns what options of this package
 // asked beyond cluster.Options.
 func applyOptions(o *cluster.Options, opts []cluster.Option) buildFlags {
@@ -114,13 +131,19 @@ func applyOptions(o *cluster.Options, opts []cluster.Option) buildFlags {
 }
 
 // memberTransform is what NewCluster runs first on every object it caches:
-// the strip of field management unless KeepManagedFields was given, then the
-// interning of strings.
+// the strip of field management unless KeepManagedFields was given, then,
+// with WithInternedStrings, the interning of strings. Nil: nothing to run.
 func memberTransform(f buildFlags) toolscache.TransformFunc {
-	if f.keepManagedFields {
+	switch {
+	case f.keepManagedFields && f.internStrings:
 		return internStrings
+	case f.keepManagedFields:
+		return nil
+	case f.internStrings:
+		return then(stripFieldManagement, internStrings)
+	default:
+		return stripFieldManagement
 	}
-	return then(stripFieldManagement, internStrings)
 }
 
 // transformFirst returns opts with first run before every transform they

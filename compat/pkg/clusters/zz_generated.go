@@ -178,6 +178,11 @@ func WithClientRateLimits(qps float32, burst int) cluster.Option {
 	return mcclusters.WithClientRateLimits(qps, burst)
 }
 
+// WithInternedStrings calls [mcclusters.WithInternedStrings].
+func WithInternedStrings() cluster.Option {
+	return mcclusters.WithInternedStrings()
+}
+
 // WithRequestTimeout calls [mcclusters.WithRequestTimeout].
 func WithRequestTimeout(d time.Duration) cluster.Option {
 	return mcclusters.WithRequestTimeout(d)
