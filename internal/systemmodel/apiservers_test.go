@@ -13,10 +13,13 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
@@ -75,6 +78,26 @@ func TestSystemOnAPIServers(t *testing.T) {
 	hostClient := testbed.NewClient(t, host)
 	memberClient := testbed.NewClient(t, member)
 	testbed.CreateNamespace(t, memberClient, "objects")
+	// tok-a reaches the member with a token of a ServiceAccount: rotated in
+	// turn to a token the member rejects (which must not take the working
+	// cluster down) and to a fresh valid one.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "objects", Name: "member"}}
+	if err := memberClient.Create(t.Context(), sa); err != nil {
+		t.Fatal(err)
+	}
+	// It reads what the indexes registered with its provider list.
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "systemmodel-member"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "objects", Name: "member"}}}
+	if err := memberClient.Create(t.Context(), binding); err != nil {
+		t.Fatal(err)
+	}
+	tokens := 0
+	tokenConfig := func() *rest.Config {
+		tokens++
+		token := testbed.BoundToken(t, memberClient, "objects", "member", fmt.Sprintf("token-%d", tokens))
+		return &rest.Config{Host: member.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: member.CAData}}
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "objects", Name: "indexed"}}
 	if err := memberClient.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
@@ -123,10 +146,12 @@ func TestSystemOnAPIServers(t *testing.T) {
 
 	// The members: two rest.Configs of the member, a cluster of it added
 	// on each replica, and two Namespaces of the host.
-	names := []multicluster.ClusterName{"cfg-a", "cfg-b", "lent-a", "ns-a", "ns-b"}
+	names := []multicluster.ClusterName{"cfg-a", "cfg-b", "lent-a", "ns-a", "ns-b", "tok-a"}
+	tok := tokenConfig()
 	for _, r := range reps {
 		r.cfgs.set("cfg-a", member)
 		r.cfgs.set("cfg-b", member)
+		r.cfgs.set("tok-a", tok)
 		go func() {
 			if err := r.lent.Add(ctx, "lent-a", testbed.NewCluster(t, member)); err != nil && ctx.Err() == nil {
 				v.add("outcome", "Add of lent-a: %v", err)
@@ -168,8 +193,8 @@ func TestSystemOnAPIServers(t *testing.T) {
 					if got, ok := r.tr.holds(name); !ok || got != cl {
 						return fmt.Errorf("step %d: %s is engaged on replica %d, but its subscriber does not hold it", step, name, i)
 					}
-					if name[:3] == "ns-" {
-						continue // indexes go to the shared cache
+					if name[:3] == "ns-" || name[:4] == "tok-" {
+						continue // indexes go to the shared cache; the token may not list
 					}
 					for _, field := range r.indexes {
 						var list corev1.ConfigMapList
@@ -214,6 +239,13 @@ func TestSystemOnAPIServers(t *testing.T) {
 		default:
 			time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		}
+		if name == "tok-a" {
+			rejectedRotation(t, step, reps[0].e, reps[1].e, fences, tok, func(cfg *rest.Config) {
+				for _, r := range reps {
+					r.cfgs.set("tok-a", cfg)
+				}
+			}, func() *rest.Config { tok = tokenConfig(); return tok })
+		}
 		if step%8 == 0 {
 			quiet(step, gone)
 		}
@@ -225,4 +257,34 @@ func TestSystemOnAPIServers(t *testing.T) {
 	}
 	gone["ns-b"] = true
 	quiet(25, gone)
+}
+
+// rejectedRotation rotates tok-a's token (current, as its source gives it:
+// the same server and CA), in every replica's source, to one
+// the member rejects: the cluster engaged on its owner must keep working
+// with the token it has (every read answers, it stays engaged, the same
+// cluster) for ten probe intervals; then a fresh valid token is given.
+func rejectedRotation(t *testing.T, step int, e0, e1 *fleet.Engine, fences *fenceService, current *rest.Config, set func(*rest.Config), fresh func() *rest.Config) {
+	t.Helper()
+	owner, _ := fences.ownerOf("tok-a")
+	e := []*fleet.Engine{e0, e1}[owner]
+	var cl cluster.Cluster
+	fleettest.Eventually(t, 60*time.Second, func() error {
+		var err error
+		cl, err = e.Get("tok-a")
+		return err
+	})
+	bad := rest.CopyConfig(current)
+	bad.BearerToken = fmt.Sprintf("not-a-token-of-this-member-%d", step)
+	set(bad)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		if err := cl.GetClient().Create(t.Context(), &authenticationv1.SelfSubjectReview{}); err != nil {
+			t.Fatalf("step %d: tok-a's source was rotated to a token the member rejects: a read of the working cluster on replica %d failed: %v", step, owner, err)
+		}
+		if got, err := e.Get("tok-a"); err != nil || got != cl {
+			t.Fatalf("step %d: tok-a's source was rotated to a token the member rejects: the working cluster on replica %d left (Get: %v, %v)", step, owner, got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	set(fresh())
 }

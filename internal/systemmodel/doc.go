@@ -10,11 +10,15 @@
 // a replica's host out (its fences lapse, it cannot acquire any), a fence
 // service whose Acquire blocks, probes that answer healthy, failing, 401
 // or slowly, pause and resume, indexes registered with each provider at
-// random moments, and subscribers added late.
+// random moments, and subscribers added late; one seed in four runs the
+// engines with probing disabled.
 //
 // Fake clusters stand in for the members (the defects between the providers
 // and the engine need no API server); TestSystemOnAPIServers runs a smaller
-// schedule on real API servers (envtest).
+// schedule on real API servers (envtest), where one member reaches its API
+// server with a ServiceAccount's token, rotated in turn to a token the
+// member rejects (the cluster engaged with the working token keeps
+// answering reads and stays engaged) and to a fresh valid one.
 //
 // # Invariants
 //
@@ -49,10 +53,12 @@
 //   - a member removed leaves nothing on any replica: no record, no fence,
 //     no subscriber holding it;
 //
-// and once every member is removed, no cluster runs and no per-cluster
-// metric series is left; once the replicas stopped, (goleak, TestMain) no
-// goroutine is left. The engine's probe queue is not looked into: it is
-// not visible outside pkg/fleet.
+//   - with probing disabled, the engines' probe queues are empty (looked
+//     into through internal/fleetpeek): nothing would ever take an entry;
+//
+// and once every member is removed, no cluster runs, no entry is left in
+// any probe queue and no per-cluster metric series is left; once the
+// replicas stopped, (goleak, TestMain) no goroutine is left.
 //
 // A failing seed prints itself, the schedule's last steps, the engines' last
 // log lines and the command line that reruns it alone:
