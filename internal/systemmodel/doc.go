@@ -52,7 +52,6 @@
 //     provider engaged, whenever it was registered;
 //   - a member removed leaves nothing on any replica: no record, no fence,
 //     no subscriber holding it;
-//
 //   - with probing disabled, the engines' probe queues are empty (looked
 //     into through internal/fleetpeek): nothing would ever take an entry;
 //
