@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
@@ -49,6 +51,12 @@ func (p *configProvider) set(name multicluster.ClusterName, cfg *rest.Config) {
 	sum := sha256.Sum256([]byte(cfg.Host + "|" + cfg.BearerToken + "|" + string(cfg.CertData)))
 	p.members.Set(name, hex.EncodeToString(sum[:]), cfg, nil)
 }
+
+// maxPooled is the most connections the clusters of one member may hold
+// open at once, whatever their churn: they share one pooled connection
+// (client-go's transport cache), and a second while a watch and a request
+// race for it.
+const maxPooled = 3
 
 // TestSystemOnAPIServers is the checker's smaller part on real API servers:
 // two replicas, each a fleet engine running the namespace provider over a
@@ -146,12 +154,32 @@ func TestSystemOnAPIServers(t *testing.T) {
 
 	// The members: two rest.Configs of the member, a cluster of it added
 	// on each replica, and two Namespaces of the host.
-	names := []multicluster.ClusterName{"cfg-a", "cfg-b", "lent-a", "ns-a", "ns-b", "tok-a"}
+	// cfg-a and cfg-b reach the member through a proxy that counts their
+	// connections: published again at each of their turns (churn), they
+	// share the member's one pooled connection. cert-a reaches it with a
+	// client certificate, through a proxy of its own, rotated in place at
+	// each of its turns to another user's. Once they are removed, no
+	// connection of theirs is left open.
+	cfgMember, cfgProxy := testbed.Proxied(t, member)
+	var users [2]*rest.Config
+	for i := range users {
+		cfg, err := servers.AddUser(1, envtest.User{Name: fmt.Sprintf("cert-user-%d", i), Groups: []string{"system:masters"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		users[i] = cfg
+	}
+	certs, certProxy := [2]*rest.Config{}, (*testbed.Proxy)(nil)
+	certs[0], certProxy = testbed.Proxied(t, users[0])
+	certs[1] = rest.CopyConfig(certs[0])
+	certs[1].CertData, certs[1].KeyData = users[1].CertData, users[1].KeyData
+	names := []multicluster.ClusterName{"cfg-a", "cfg-b", "lent-a", "ns-a", "ns-b", "tok-a", "cert-a"}
 	tok := tokenConfig()
 	for _, r := range reps {
-		r.cfgs.set("cfg-a", member)
-		r.cfgs.set("cfg-b", member)
+		r.cfgs.set("cfg-a", cfgMember)
+		r.cfgs.set("cfg-b", cfgMember)
 		r.cfgs.set("tok-a", tok)
+		r.cfgs.set("cert-a", certs[0])
 		go func() {
 			if err := r.lent.Add(ctx, "lent-a", testbed.NewCluster(t, member)); err != nil && ctx.Err() == nil {
 				v.add("outcome", "Add of lent-a: %v", err)
@@ -196,6 +224,11 @@ func TestSystemOnAPIServers(t *testing.T) {
 					if name[:3] == "ns-" || name[:4] == "tok-" {
 						continue // indexes go to the shared cache; the token may not list
 					}
+					if name[:4] == "cfg-" {
+						if n := cfgProxy.Open(); n > maxPooled {
+							return fmt.Errorf("step %d: %d connections to the member of cfg-a and cfg-b are open, want at most %d: every request to a member goes over its pooled connection", step, n, maxPooled)
+						}
+					}
 					for _, field := range r.indexes {
 						var list corev1.ConfigMapList
 						if err := cl.GetCache().List(ctx, &list, client.InNamespace("objects"), client.MatchingFields{field: "indexed"}); err != nil {
@@ -239,6 +272,34 @@ func TestSystemOnAPIServers(t *testing.T) {
 		default:
 			time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		}
+		switch name {
+		case "cfg-a", "cfg-b":
+			for _, r := range reps {
+				r.cfgs.members.Remove(name)
+				r.cfgs.set(name, cfgMember)
+			}
+		case "cert-a":
+			cert := step / len(names) % 2
+			for _, r := range reps {
+				r.cfgs.set(name, certs[1-cert])
+			}
+			// The rotated certificate is used: its connection is open.
+			owner, _ := fences.ownerOf(name)
+			fleettest.Eventually(t, 60*time.Second, func() error {
+				cl, err := reps[owner].e.Get(name)
+				if err != nil {
+					return err
+				}
+				review := &authenticationv1.SelfSubjectReview{}
+				if err := cl.GetClient().Create(ctx, review); err != nil {
+					return err
+				}
+				if got, want := review.Status.UserInfo.Username, fmt.Sprintf("cert-user-%d", 1-cert); got != want {
+					return fmt.Errorf("step %d: cert-a on replica %d reads as %s, want %s", step, owner, got, want)
+				}
+				return nil
+			})
+		}
 		if name == "tok-a" {
 			rejectedRotation(t, step, reps[0].e, reps[1].e, fences, tok, func(cfg *rest.Config) {
 				for _, r := range reps {
@@ -257,6 +318,26 @@ func TestSystemOnAPIServers(t *testing.T) {
 	}
 	gone["ns-b"] = true
 	quiet(25, gone)
+
+	// Every member of the config provider removed: nothing of theirs is
+	// left open to the member.
+	for _, name := range []multicluster.ClusterName{"cfg-a", "cfg-b", "tok-a", "cert-a"} {
+		for _, r := range reps {
+			r.cfgs.members.Remove(name)
+		}
+		gone[name] = true
+	}
+	quiet(26, gone)
+	runtime.GC() // a transport nothing holds leaves client-go's cache
+	fleettest.Eventually(t, 20*time.Second, func() error {
+		if n := cfgProxy.Open(); n > 0 {
+			return fmt.Errorf("%d connections of cfg-a and cfg-b to the member are still open after their removal", n)
+		}
+		if n := certProxy.Open(); n > 0 {
+			return fmt.Errorf("%d connections of cert-a (its client certificate rotated) to the member are still open after its removal", n)
+		}
+		return nil
+	})
 }
 
 // rejectedRotation rotates tok-a's token (current, as its source gives it:
