@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/mcruntime/multicluster-runtime/internal/fleetpeek"
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
@@ -66,7 +67,9 @@ const maxPooled = 3
 // and deleted, and indexes registered with the providers at random moments,
 // it checks after each quiet period that every cluster is engaged on the
 // replica that owns it and nowhere else, and that the indexes registered
-// with its provider answer MatchingFields lists there.
+// with its provider answer MatchingFields lists there; with token and
+// client-certificate rotations and churn, it checks the connections and
+// connection gates to the member (see the package's doc).
 func TestSystemOnAPIServers(t *testing.T) {
 	if err := testbed.ProvideAssets(); err != nil {
 		t.Fatalf("the control-plane binaries: %v", err)
@@ -328,8 +331,15 @@ func TestSystemOnAPIServers(t *testing.T) {
 		gone[name] = true
 	}
 	quiet(26, gone)
-	runtime.GC() // a transport nothing holds leaves client-go's cache
 	fleettest.Eventually(t, 20*time.Second, func() error {
+		// A transport nothing holds leaves client-go's cache; a connection
+		// gate nothing holds leaves the process's table.
+		runtime.GC()
+		for _, p := range []*testbed.Proxy{cfgProxy, certProxy} {
+			if n := fleetpeek.ConnGatesTo(p.Addr()); n > 0 {
+				return fmt.Errorf("%d connection gates to %s are left after every cluster of it was removed", n, p.Addr())
+			}
+		}
 		if n := cfgProxy.Open(); n > 0 {
 			return fmt.Errorf("%d connections of cfg-a and cfg-b to the member are still open after their removal", n)
 		}

@@ -18,7 +18,13 @@
 // schedule on real API servers (envtest), where one member reaches its API
 // server with a ServiceAccount's token, rotated in turn to a token the
 // member rejects (the cluster engaged with the working token keeps
-// answering reads and stays engaged) and to a fresh valid one.
+// answering reads and stays engaged) and to a fresh valid one; two members
+// reach their API server through a proxy that counts connections, published
+// again at each of their turns (at most 3 connections open at each quiet
+// period: they share the member's pooled connection), and one with a client
+// certificate rotated in place at each of its turns; once they are removed,
+// none of their connections is left open and no connection gate to their
+// server is left in the process (looked into through internal/fleetpeek).
 //
 // # Invariants
 //
