@@ -25,6 +25,11 @@
 // certificate rotated in place at each of its turns; once they are removed,
 // none of their connections is left open and no connection gate to their
 // server is left in the process (looked into through internal/fleetpeek).
+// TestPausedKeysOnAPIServers runs a manager's controller over two lent
+// clusters, its requests sent through a channel source, through seeded
+// rounds of a pause, keys sent once or twice while paused (some held, some
+// still queued at the resume) and the resume: each key of a round is
+// reconciled exactly once after the resume, none before.
 //
 // # Invariants
 //
