@@ -7,17 +7,23 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/testr"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/cluster"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/mcruntime/multicluster-runtime/internal/fleetpeek"
 	"github.com/mcruntime/multicluster-runtime/internal/testbed"
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
@@ -47,6 +53,12 @@ func (p *configProvider) set(name multicluster.ClusterName, cfg *rest.Config) {
 	p.members.Set(name, hex.EncodeToString(sum[:]), cfg, nil)
 }
 
+// maxPooled is the most connections the clusters of one member may hold
+// open at once, whatever their churn: they share one pooled connection
+// (client-go's transport cache), and a second while a watch and a request
+// race for it.
+const maxPooled = 3
+
 // TestSystemOnAPIServers is the checker's smaller part on real API servers:
 // two replicas, each a fleet engine running the namespace provider over a
 // host API server, providers/clusters with a cluster of a member API server
@@ -55,7 +67,9 @@ func (p *configProvider) set(name multicluster.ClusterName, cfg *rest.Config) {
 // and deleted, and indexes registered with the providers at random moments,
 // it checks after each quiet period that every cluster is engaged on the
 // replica that owns it and nowhere else, and that the indexes registered
-// with its provider answer MatchingFields lists there.
+// with its provider answer MatchingFields lists there; with token and
+// client-certificate rotations and churn, it checks the connections and
+// connection gates to the member (see the package's doc).
 func TestSystemOnAPIServers(t *testing.T) {
 	if err := testbed.ProvideAssets(); err != nil {
 		t.Fatalf("the control-plane binaries: %v", err)
@@ -75,6 +89,26 @@ func TestSystemOnAPIServers(t *testing.T) {
 	hostClient := testbed.NewClient(t, host)
 	memberClient := testbed.NewClient(t, member)
 	testbed.CreateNamespace(t, memberClient, "objects")
+	// tok-a reaches the member with a token of a ServiceAccount: rotated in
+	// turn to a token the member rejects (which must not take the working
+	// cluster down) and to a fresh valid one.
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "objects", Name: "member"}}
+	if err := memberClient.Create(t.Context(), sa); err != nil {
+		t.Fatal(err)
+	}
+	// It reads what the indexes registered with its provider list.
+	binding := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "systemmodel-member"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "objects", Name: "member"}}}
+	if err := memberClient.Create(t.Context(), binding); err != nil {
+		t.Fatal(err)
+	}
+	tokens := 0
+	tokenConfig := func() *rest.Config {
+		tokens++
+		token := testbed.BoundToken(t, memberClient, "objects", "member", fmt.Sprintf("token-%d", tokens))
+		return &rest.Config{Host: member.Host, BearerToken: token, TLSClientConfig: rest.TLSClientConfig{CAData: member.CAData}}
+	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "objects", Name: "indexed"}}
 	if err := memberClient.Create(t.Context(), cm); err != nil {
 		t.Fatal(err)
@@ -123,10 +157,32 @@ func TestSystemOnAPIServers(t *testing.T) {
 
 	// The members: two rest.Configs of the member, a cluster of it added
 	// on each replica, and two Namespaces of the host.
-	names := []multicluster.ClusterName{"cfg-a", "cfg-b", "lent-a", "ns-a", "ns-b"}
+	// cfg-a and cfg-b reach the member through a proxy that counts their
+	// connections: published again at each of their turns (churn), they
+	// share the member's one pooled connection. cert-a reaches it with a
+	// client certificate, through a proxy of its own, rotated in place at
+	// each of its turns to another user's. Once they are removed, no
+	// connection of theirs is left open.
+	cfgMember, cfgProxy := testbed.Proxied(t, member)
+	var users [2]*rest.Config
+	for i := range users {
+		cfg, err := servers.AddUser(1, envtest.User{Name: fmt.Sprintf("cert-user-%d", i), Groups: []string{"system:masters"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		users[i] = cfg
+	}
+	certs, certProxy := [2]*rest.Config{}, (*testbed.Proxy)(nil)
+	certs[0], certProxy = testbed.Proxied(t, users[0])
+	certs[1] = rest.CopyConfig(certs[0])
+	certs[1].CertData, certs[1].KeyData = users[1].CertData, users[1].KeyData
+	names := []multicluster.ClusterName{"cfg-a", "cfg-b", "lent-a", "ns-a", "ns-b", "tok-a", "cert-a"}
+	tok := tokenConfig()
 	for _, r := range reps {
-		r.cfgs.set("cfg-a", member)
-		r.cfgs.set("cfg-b", member)
+		r.cfgs.set("cfg-a", cfgMember)
+		r.cfgs.set("cfg-b", cfgMember)
+		r.cfgs.set("tok-a", tok)
+		r.cfgs.set("cert-a", certs[0])
 		go func() {
 			if err := r.lent.Add(ctx, "lent-a", testbed.NewCluster(t, member)); err != nil && ctx.Err() == nil {
 				v.add("outcome", "Add of lent-a: %v", err)
@@ -168,8 +224,13 @@ func TestSystemOnAPIServers(t *testing.T) {
 					if got, ok := r.tr.holds(name); !ok || got != cl {
 						return fmt.Errorf("step %d: %s is engaged on replica %d, but its subscriber does not hold it", step, name, i)
 					}
-					if name[:3] == "ns-" {
-						continue // indexes go to the shared cache
+					if name[:3] == "ns-" || name[:4] == "tok-" {
+						continue // indexes go to the shared cache; the token may not list
+					}
+					if name[:4] == "cfg-" {
+						if n := cfgProxy.Open(); n > maxPooled {
+							return fmt.Errorf("step %d: %d connections to the member of cfg-a and cfg-b are open, want at most %d: every request to a member goes over its pooled connection", step, n, maxPooled)
+						}
 					}
 					for _, field := range r.indexes {
 						var list corev1.ConfigMapList
@@ -214,6 +275,41 @@ func TestSystemOnAPIServers(t *testing.T) {
 		default:
 			time.Sleep(time.Duration(rng.IntN(200)) * time.Millisecond)
 		}
+		switch name {
+		case "cfg-a", "cfg-b":
+			for _, r := range reps {
+				r.cfgs.members.Remove(name)
+				r.cfgs.set(name, cfgMember)
+			}
+		case "cert-a":
+			cert := step / len(names) % 2
+			for _, r := range reps {
+				r.cfgs.set(name, certs[1-cert])
+			}
+			// The rotated certificate is used: its connection is open.
+			owner, _ := fences.ownerOf(name)
+			fleettest.Eventually(t, 60*time.Second, func() error {
+				cl, err := reps[owner].e.Get(name)
+				if err != nil {
+					return err
+				}
+				review := &authenticationv1.SelfSubjectReview{}
+				if err := cl.GetClient().Create(ctx, review); err != nil {
+					return err
+				}
+				if got, want := review.Status.UserInfo.Username, fmt.Sprintf("cert-user-%d", 1-cert); got != want {
+					return fmt.Errorf("step %d: cert-a on replica %d reads as %s, want %s", step, owner, got, want)
+				}
+				return nil
+			})
+		}
+		if name == "tok-a" {
+			rejectedRotation(t, step, reps[0].e, reps[1].e, fences, tok, func(cfg *rest.Config) {
+				for _, r := range reps {
+					r.cfgs.set("tok-a", cfg)
+				}
+			}, func() *rest.Config { tok = tokenConfig(); return tok })
+		}
 		if step%8 == 0 {
 			quiet(step, gone)
 		}
@@ -225,4 +321,61 @@ func TestSystemOnAPIServers(t *testing.T) {
 	}
 	gone["ns-b"] = true
 	quiet(25, gone)
+
+	// Every member of the config provider removed: nothing of theirs is
+	// left open to the member.
+	for _, name := range []multicluster.ClusterName{"cfg-a", "cfg-b", "tok-a", "cert-a"} {
+		for _, r := range reps {
+			r.cfgs.members.Remove(name)
+		}
+		gone[name] = true
+	}
+	quiet(26, gone)
+	fleettest.Eventually(t, 20*time.Second, func() error {
+		// A transport nothing holds leaves client-go's cache; a connection
+		// gate nothing holds leaves the process's table.
+		runtime.GC()
+		for _, p := range []*testbed.Proxy{cfgProxy, certProxy} {
+			if n := fleetpeek.ConnGatesTo(p.Addr()); n > 0 {
+				return fmt.Errorf("%d connection gates to %s are left after every cluster of it was removed", n, p.Addr())
+			}
+		}
+		if n := cfgProxy.Open(); n > 0 {
+			return fmt.Errorf("%d connections of cfg-a and cfg-b to the member are still open after their removal", n)
+		}
+		if n := certProxy.Open(); n > 0 {
+			return fmt.Errorf("%d connections of cert-a (its client certificate rotated) to the member are still open after its removal", n)
+		}
+		return nil
+	})
+}
+
+// rejectedRotation rotates tok-a's token (current, as its source gives it:
+// the same server and CA), in every replica's source, to one
+// the member rejects: the cluster engaged on its owner must keep working
+// with the token it has (every read answers, it stays engaged, the same
+// cluster) for ten probe intervals; then a fresh valid token is given.
+func rejectedRotation(t *testing.T, step int, e0, e1 *fleet.Engine, fences *fenceService, current *rest.Config, set func(*rest.Config), fresh func() *rest.Config) {
+	t.Helper()
+	owner, _ := fences.ownerOf("tok-a")
+	e := []*fleet.Engine{e0, e1}[owner]
+	var cl cluster.Cluster
+	fleettest.Eventually(t, 60*time.Second, func() error {
+		var err error
+		cl, err = e.Get("tok-a")
+		return err
+	})
+	bad := rest.CopyConfig(current)
+	bad.BearerToken = fmt.Sprintf("not-a-token-of-this-member-%d", step)
+	set(bad)
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); {
+		if err := cl.GetClient().Create(t.Context(), &authenticationv1.SelfSubjectReview{}); err != nil {
+			t.Fatalf("step %d: tok-a's source was rotated to a token the member rejects: a read of the working cluster on replica %d failed: %v", step, owner, err)
+		}
+		if got, err := e.Get("tok-a"); err != nil || got != cl {
+			t.Fatalf("step %d: tok-a's source was rotated to a token the member rejects: the working cluster on replica %d left (Get: %v, %v)", step, owner, got, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	set(fresh())
 }

@@ -10,11 +10,26 @@
 // a replica's host out (its fences lapse, it cannot acquire any), a fence
 // service whose Acquire blocks, probes that answer healthy, failing, 401
 // or slowly, pause and resume, indexes registered with each provider at
-// random moments, and subscribers added late.
+// random moments, and subscribers added late; one seed in four runs the
+// engines with probing disabled.
 //
 // Fake clusters stand in for the members (the defects between the providers
 // and the engine need no API server); TestSystemOnAPIServers runs a smaller
-// schedule on real API servers (envtest).
+// schedule on real API servers (envtest), where one member reaches its API
+// server with a ServiceAccount's token, rotated in turn to a token the
+// member rejects (the cluster engaged with the working token keeps
+// answering reads and stays engaged) and to a fresh valid one; two members
+// reach their API server through a proxy that counts connections, published
+// again at each of their turns (at most 3 connections open at each quiet
+// period: they share the member's pooled connection), and one with a client
+// certificate rotated in place at each of its turns; once they are removed,
+// none of their connections is left open and no connection gate to their
+// server is left in the process (looked into through internal/fleetpeek).
+// TestPausedKeysOnAPIServers runs a manager's controller over two lent
+// clusters, its requests sent through a channel source, through seeded
+// rounds of a pause, keys sent once or twice while paused (some held, some
+// still queued at the resume) and the resume: each key of a round is
+// reconciled exactly once after the resume, none before.
 //
 // # Invariants
 //
@@ -48,11 +63,12 @@
 //     provider engaged, whenever it was registered;
 //   - a member removed leaves nothing on any replica: no record, no fence,
 //     no subscriber holding it;
+//   - with probing disabled, the engines' probe queues are empty (looked
+//     into through internal/fleetpeek): nothing would ever take an entry;
 //
-// and once every member is removed, no cluster runs and no per-cluster
-// metric series is left; once the replicas stopped, (goleak, TestMain) no
-// goroutine is left. The engine's probe queue is not looked into: it is
-// not visible outside pkg/fleet.
+// and once every member is removed, no cluster runs, no entry is left in
+// any probe queue and no per-cluster metric series is left; once the
+// replicas stopped, (goleak, TestMain) no goroutine is left.
 //
 // A failing seed prints itself, the schedule's last steps, the engines' last
 // log lines and the command line that reruns it alone:

@@ -115,7 +115,7 @@ func (w *world) startReplica(ctx context.Context, i int, wg *sync.WaitGroup) *re
 	r.e = fleet.New(fleet.Options{
 		Logger:    log,
 		Admission: admission{s: w.fences, r: i},
-		Health: fleet.HealthOptions{Interval: 40 * time.Millisecond, Timeout: 60 * time.Millisecond,
+		Health: fleet.HealthOptions{Disabled: w.probesOff, Interval: 40 * time.Millisecond, Timeout: 60 * time.Millisecond,
 			FailureThreshold: 2, SuccessThreshold: 1, MaxProbesPerSecond: -1},
 		CacheSyncTimeout: 10 * time.Second,
 		MinBackoff:       10 * time.Millisecond,

@@ -14,6 +14,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/go-logr/logr/funcr"
 
+	"github.com/mcruntime/multicluster-runtime/internal/fleetpeek"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
@@ -127,7 +128,15 @@ type world struct {
 	step     int
 	schedule []string
 	outages  []bool
+
+	// probesOff: the engines' probing is disabled (HealthOptions.Disabled)
+	// in this schedule (probesOffOf).
+	probesOff bool
 }
+
+// probesOffOf reports whether the engines of a seed probe nothing: one seed
+// in four.
+func probesOffOf(seed uint64) bool { return seed%4 == 3 }
 
 func (w *world) keep(cl *fakeCluster) {
 	w.mu.Lock()
@@ -164,6 +173,7 @@ func runSystem(t *testing.T, seed uint64, steps, replicas int) bool {
 	w := &world{t: t, seed: seed, rng: rand.New(rand.NewPCG(seed, seed*7919)), srv: &servers{by: map[string]answer{}, slow: 90 * time.Millisecond},
 		v: &violations{}, logs: &ring{}, byName: map[multicluster.ClusterName]*member{}, outages: make([]bool, replicas)}
 	w.fences = newFenceService(replicas, grace, w.v)
+	w.probesOff = probesOffOf(seed)
 	w.log = funcr.New(func(prefix, args string) { w.logs.add(time.Now().Format("15:04:05.000") + " " + prefix + " " + args) }, funcr.Options{Verbosity: 1})
 
 	ctx, cancel := context.WithCancel(context.Background())
@@ -180,7 +190,9 @@ func runSystem(t *testing.T, seed uint64, steps, replicas int) bool {
 			break
 		}
 		if w.step%quietEvery == 0 {
-			failed = w.quiet()
+			if failed = w.quiet(); failed != "" {
+				break // at this step
+			}
 		}
 	}
 	if failed == "" && steps%quietEvery != 0 {
@@ -220,8 +232,8 @@ func runSystem(t *testing.T, seed uint64, steps, replicas int) bool {
 	if len(last) > 60 {
 		last = last[len(last)-60:]
 	}
-	t.Errorf("seed %d (%d replicas), step %d of %d: %s\n\nthe schedule's last steps:\n%s\n\nthe engines' last log lines:\n%s\n\nrerun it alone: go test -race -count=1 -run 'TestSystem$' ./internal/systemmodel/ -systemmodel.seed=%d -systemmodel.steps=%d",
-		seed, replicas, w.step, steps, failed, strings.Join(last, "\n"), w.logs, seed, steps)
+	t.Errorf("seed %d (%d replicas, probes off %v), step %d of %d: %s\n\nthe schedule's last steps:\n%s\n\nthe engines' last log lines:\n%s\n\nrerun it alone: go test -race -count=1 -run 'TestSystem$' ./internal/systemmodel/ -systemmodel.seed=%d -systemmodel.steps=%d",
+		seed, replicas, w.probesOff, w.step, steps, failed, strings.Join(last, "\n"), w.logs, seed, steps)
 	return false
 }
 
@@ -469,6 +481,15 @@ func (w *world) invariants() error {
 			}
 		}
 	}
+	if w.probesOff {
+		// Nothing takes an entry from the probe queue: none may be put in
+		// (each would hold its record, removed or not, for the engine's life).
+		for _, r := range w.replicas {
+			if n := fleetpeek.ProbeEntries(r.e); n > 0 {
+				errs = append(errs, fmt.Errorf("the probe queue of replica %d holds %d entries, probing disabled", r.i, n))
+			}
+		}
+	}
 	for name, r := range held {
 		if owner, _ := w.fences.ownerOf(name); owner != r {
 			errs = append(errs, fmt.Errorf("replica %d holds the fence of %s, owned by replica %d", r, name, owner))
@@ -603,6 +624,11 @@ func (w *world) nothingRuns() error {
 		}
 		if names := r.awareTr.names(); len(names) > 0 {
 			return fmt.Errorf("replica %d's own Aware still holds %v", r.i, names)
+		}
+		// A removed member's probes are dropped as they come due (within
+		// MaxBackoff); with probing disabled none is ever queued.
+		if n := fleetpeek.ProbeEntries(r.e); n > 0 {
+			return fmt.Errorf("the probe queue of replica %d (probes off %v) holds %d entries, every member removed", r.i, w.probesOff, n)
 		}
 	}
 	w.mu.Lock()

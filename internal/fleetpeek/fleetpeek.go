@@ -1,0 +1,16 @@
+// Package fleetpeek lets the library's own tests look into a fleet engine
+// and the clusters it builds where nothing public shows (the whole-system
+// checker, internal/systemmodel, checks with it that nothing of a removed
+// member remains). pkg/fleet and pkg/clusters set its functions when they
+// are initialised; they are not part of any public API.
+package fleetpeek
+
+// ProbeEntries returns the number of entries in the probe queue of engine
+// (a *fleet.Engine), live or stale.
+var ProbeEntries func(engine any) int
+
+// ConnGatesTo returns the number of connection gates the process holds
+// (pkg/clusters' table, one per shared transport and host) whose host is
+// host (host:port), those whose entry has not gone with its gate yet
+// included.
+var ConnGatesTo func(host string) int
