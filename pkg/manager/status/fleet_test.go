@@ -49,7 +49,7 @@ func fakeFleetWith(tb testing.TB, n int, adm fleet.Admission) *fleet.Engine {
 		m := fleet.Member{Name: fmt.Sprintf("cluster-%05d", i), Hash: "1", Paused: i%100 == 1}
 		if i%50 == 7 {
 			m.Build = func(context.Context) (cluster.Cluster, error) {
-				return nil, errors.New("dial tcp 10.0.0.7:6443: connect: connection refused (token=hunter2 at https://admin:secret@member.example/?token=abc)")
+				return nil, errors.New("dial tcp 10.0.0.7:6443: connect: connection refused (token=hunter2 at https://admin:secret@member.example/?token=abc; its token read from /etc/fleet/tokens/east)")
 			}
 		} else {
 			m.Cluster = fakeCluster{}

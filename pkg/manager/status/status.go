@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 )
 
@@ -71,7 +72,8 @@ type Cluster struct {
 	// LastProbe is the last health probe's answer, if the cluster was probed.
 	LastProbe *Probe `json:"lastProbe,omitempty"`
 	// LastError is the last failed probe's or start's error, redacted, and
-	// LastErrorTime when it happened (kept after a recovery).
+	// without the file paths of the controller's machine it may name;
+	// LastErrorTime is when it happened (kept after a recovery).
 	LastError     string     `json:"lastError,omitempty"`
 	LastErrorTime *time.Time `json:"lastErrorTime,omitempty"`
 }
@@ -227,7 +229,7 @@ func fromStatus(s fleet.ClusterStatus) Cluster {
 	c := Cluster{
 		Name: s.Name, State: string(s.State), Since: timeOrNil(s.Since),
 		Paused: s.Paused, OwnedHere: s.Owned, Owner: s.Owner,
-		LastError: s.LastError, LastErrorTime: timeOrNil(s.LastErrorAt),
+		LastError: redact.Paths(s.LastError), LastErrorTime: timeOrNil(s.LastErrorAt),
 	}
 	if p := s.LastProbe; !p.At.IsZero() {
 		c.LastProbe = &Probe{Time: p.At.UTC(), Result: p.Result, LatencySeconds: p.Latency.Seconds()}

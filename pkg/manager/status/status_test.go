@@ -112,7 +112,8 @@ func TestWalkListsEachClusterOnce(t *testing.T) {
 	}
 }
 
-// The last error is redacted: URLs lose their user info and query.
+// The last error is redacted: URLs lose their user info and query, and file
+// paths of the controller's machine are left out.
 func TestLastErrorIsRedacted(t *testing.T) {
 	e := fakeFleet(t, 10)
 	doc := get(t, status.NewHandler(e, status.Options{}), "?state=disconnected")
@@ -122,6 +123,9 @@ func TestLastErrorIsRedacted(t *testing.T) {
 	msg := doc.Clusters[0].LastError
 	if strings.Contains(msg, "secret") || strings.Contains(msg, "abc") || !strings.Contains(msg, "connection refused") || !strings.Contains(msg, "[redacted]@member.example") {
 		t.Errorf("last error %q: want the refusal, the URL's credentials redacted", msg)
+	}
+	if strings.Contains(msg, "/etc/fleet") || !strings.Contains(msg, "read from [path]") {
+		t.Errorf("last error %q: want the controller's file path left out", msg)
 	}
 }
 
