@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -164,6 +165,9 @@ func longRunning(req *http.Request) bool {
 
 // isWatch reports a watch (or a list informers stream through one).
 func isWatch(req *http.Request) bool {
+	if !strings.Contains(req.URL.RawQuery, "watch=") {
+		return false // most requests: no query to parse
+	}
 	w := req.URL.Query().Get("watch")
 	return w == "true" || w == "1"
 }
