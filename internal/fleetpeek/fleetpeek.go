@@ -5,6 +5,8 @@
 // are initialised; they are not part of any public API.
 package fleetpeek
 
+import "time"
+
 // ProbeEntries returns the number of entries in the probe queue of engine
 // (a *fleet.Engine), live or stale.
 var ProbeEntries func(engine any) int
@@ -14,3 +16,12 @@ var ProbeEntries func(engine any) int
 // host (host:port), those whose entry has not gone with its gate yet
 // included.
 var ConnGatesTo func(host string) int
+
+// SetMinRefresh shortens how often a lazy REST mapper of pkg/fleet/build
+// looks again for a kind it did not find; it returns the restore.
+var SetMinRefresh func(d time.Duration) (restore func())
+
+// MapperSharesConnections reports whether the REST mapper of a cluster
+// built by pkg/fleet/build sends its requests through the cluster's own
+// HTTP transport (its credentials, request bound and connection gate).
+var MapperSharesConnections func(cl any) bool

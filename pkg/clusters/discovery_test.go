@@ -73,7 +73,7 @@ func TestDiscoverySendsEachClustersOwnCredentials(t *testing.T) {
 
 	tk.invalidate(t, holder2)
 	refused(t, cfg2)
-	installCRD(t, admin, group, "Gadget")
+	testbed.InstallCRD(t, admin, group, "Gadget")
 	mapped(b, group, "Gadget")
 
 	// And the converse: a, rotated again, maps a kind installed after the
@@ -84,7 +84,7 @@ func TestDiscoverySendsEachClustersOwnCredentials(t *testing.T) {
 	}
 	tk.invalidate(t, holder1)
 	refused(t, cfg1)
-	installCRD(t, admin, group, "Gizmo")
+	testbed.InstallCRD(t, admin, group, "Gizmo")
 	mapped(a, group, "Gizmo")
 }
 

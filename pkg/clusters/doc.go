@@ -1,7 +1,9 @@
 // Package clusters holds what providers build on. Members publishes desired
 // members (a name, a content hash and how to build the cluster) to the
 // Multi-Cluster Manager's fleet engine (pkg/fleet), which owns their
-// lifecycle; NewCluster builds a cluster with the defaults providers need.
+// lifecycle; NewCluster builds a cluster with the defaults providers need
+// (building lives in pkg/fleet/build, below the engine; the names here
+// forward to it).
 // Clusters is for providers that build their clusters themselves: handed the
 // manager, it publishes each as a pre-built member (the engine starts, syncs,
 // engages, probes and tears it down) and answers Get with what the engine

@@ -8,16 +8,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/internal/redact"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet/build"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -114,7 +113,7 @@ func (m *Members) Hash(name multicluster.ClusterName) (string, bool) {
 // applied to the running cluster in place: its next requests carry the new
 // credentials, its caches and watches keep running, nothing is listed again
 // and no object is reconciled again because of it. The new credentials are
-// tried first (one request, see trial.go): the member rejecting them, the
+// tried first (one request, see build.TryCredentials): the member rejecting them, the
 // cluster keeps its working ones and report hears of the refusal once (a
 // *RefusedCredentialsError). Set reports changed false, and the rotation
 // or its refusal is logged. With no cluster running on these credentials
@@ -155,24 +154,24 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 	// redacted of both (a request sent with the old ones may still fail).
 	redact.Known.RememberConfig(name, cfg)
 	key := "content:" + hash
-	if h, ok := endpointHash(where, who); ok && validCertificate(who) {
+	if h, ok := build.EndpointHash(where, who); ok {
 		key = "endpoint:" + h
 	}
 	expiry := w.expiry
 	rotated := known && w.creds != nil && w.key == key
 	if rotated {
-		if cl, running := m.pub.Lookup(name); running && rotatesWith(cl, w.creds) {
-			// Tried before they replace the working ones (trial.go).
+		if cl, running := m.pub.Lookup(name); running && build.RotatesWith(cl, w.creds) {
+			// Tried before they replace the working ones (build.TryCredentials).
 			w.trial = &credentialTrial{who: who, report: report}
-			m.tryLocked(name, cl.(*lightCluster), w.trial)
+			m.tryLocked(name, cl, w.trial)
 		} else {
 			// Nothing runs to rotate into: an attempt in flight or
 			// waiting out its backoff (refused credentials, an
 			// unreachable server) would try the new credentials only
 			// at its next turn. A new hash starts one now.
-			w.creds.set(who)
+			w.creds.Set(who)
 			w.trial = nil
-			w.published = fmt.Sprintf("%s@%d", key, w.creds.cur.Load().gen)
+			w.published = fmt.Sprintf("%s@%d", key, w.creds.Generation())
 			m.log.Info("New credentials for a cluster that is not running: a new attempt starts with them now", "cluster", name)
 			rotated = false
 		}
@@ -180,8 +179,8 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 		// A certificate that does not parse is left to client-go,
 		// whose error the build reports.
 		delete(m.indexed, w.prebuilt)
-		w = wanted{key: key, published: key, creds: newCredentials(who, who.hasCert() && strings.HasPrefix(key, "endpoint:"))}
-		w.build = (&build{m: m, name: name, where: where, creds: w.creds}).build
+		w = wanted{key: key, published: key, creds: build.NewHolder(who, who.HasCert() && strings.HasPrefix(key, "endpoint:"))}
+		w.build = (&builder{m: m, name: name, where: where, creds: w.creds}).build
 	}
 	w.hash, w.source, w.paused = hash, o.source, o.paused
 	w.expiry = m.watchExpiry(name, who.BearerToken, report, expiry)
@@ -303,7 +302,7 @@ type wanted struct {
 	published string
 	// creds holds the credentials of the clusters built for key; nil for
 	// a pre-built cluster, as is build.
-	creds *credentials
+	creds *build.Holder
 	build func(context.Context) (cluster.Cluster, error)
 	// prebuilt is the pre-built cluster of SetCluster; nil for one built.
 	prebuilt *indexed
@@ -317,13 +316,13 @@ type wanted struct {
 	paused bool
 }
 
-// build is a member's Build: it builds from where, with the credentials
+// builder makes a member's Build: it builds from where, with the credentials
 // creds holds at the time.
-type build struct {
+type builder struct {
 	m     *Members
 	name  multicluster.ClusterName
 	where *rest.Config
-	creds *credentials
+	creds *build.Holder
 	// last is the cluster built last (see trackBuilt).
 	last builtCluster
 }
@@ -332,29 +331,16 @@ type build struct {
 // and applies every index registered so far, before the engine starts its
 // cache; one registered later reaches it while it starts or runs. ctx is
 // the member's life: the engine lets go of its clusters when it ends.
-func (b *build) build(ctx context.Context) (cluster.Cluster, error) {
-	m, where := b.m, b.where
+func (b *builder) build(ctx context.Context) (cluster.Cluster, error) {
 	// The manager's options (see ContextWithOptions) come first: the
 	// provider's own are more specific, and the hook's, for this cluster
 	// alone, more specific still.
-	opts := append(OptionsFromContext(ctx), m.ClusterOptions...)
-	if hook := SettingsFromContext(ctx); hook != nil {
-		// Before the credentials go in: the hook never sees them.
-		adjusted, more, err := applySettings(hook, b.name, m.source(b.name), where)
-		if err != nil {
-			return nil, err
-		}
-		where, opts = adjusted, append(opts, more...)
-	}
-	cl, err := newCluster(withCredentials(where, b.creds.cur.Load().who), b.creds, opts...)
+	opts := append(OptionsFromContext(ctx), b.m.ClusterOptions...)
+	cl, err := build.FromEndpoint(ctx, b.name, b.where, b.creds, b.m.source(b.name), SettingsFromContext(ctx), opts)
 	if err != nil {
-		return nil, fmt.Errorf("creating cluster: %w", err)
-	}
-	if err := probe(ctx, cl); err != nil {
-		cl.discard()
 		return nil, err
 	}
-	return m.trackBuilt(ctx, &b.last, b.name, cl)
+	return b.m.trackBuilt(ctx, &b.last, b.name, cl)
 }
 
 // Remove disengages name and abandons any attempt in flight. It reports
@@ -450,29 +436,4 @@ func (m *Members) IndexField(ctx context.Context, obj client.Object, field strin
 		log.Info("A cluster that is not engaged could not take an index: if it is engaged, its lists by this field fail", "cluster", x.name, "error", err.Error())
 	}
 	return errors.Join(errs...)
-}
-
-// probeTimeout bounds the reachability check made before a cluster is
-// engaged.
-const probeTimeout = 10 * time.Second
-
-// probe checks that the server of cl, built and not started, answers and
-// accepts the credentials: without it, a cluster whose server is down would
-// engage (its cache has nothing to sync yet) and only fail later, in every
-// controller. The check goes through cl's own HTTP client, so over the
-// connection the cluster then uses: a client of another configuration (one
-// that asks for compressed responses, say) would have a transport and a
-// connection of its own, open for client-go's idle timeout after each check.
-func probe(ctx context.Context, cl *lightCluster) error {
-	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
-	defer cancel()
-	cfg := cl.GetConfig()
-	dc, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, cl.GetHTTPClient())
-	if err != nil {
-		return fmt.Errorf("creating discovery client: %w", err)
-	}
-	if err := dc.RESTClient().Get().AbsPath("/version").Do(ctx).Error(); err != nil {
-		return fmt.Errorf("server %s did not answer: %w", redact.URL(cfg.Host), redact.Err(err))
-	}
-	return nil
 }

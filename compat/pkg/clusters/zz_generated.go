@@ -54,9 +54,6 @@ var ErrKubeconfigRefused = mcclusters.ErrKubeconfigRefused
 // ExpiringCredentialsError is [mcclusters.ExpiringCredentialsError].
 type ExpiringCredentialsError = mcclusters.ExpiringCredentialsError
 
-// ExpiryWarningLead is [mcclusters.ExpiryWarningLead].
-const ExpiryWarningLead = mcclusters.ExpiryWarningLead
-
 // ExpiryWarningShare is [mcclusters.ExpiryWarningShare].
 const ExpiryWarningShare = mcclusters.ExpiryWarningShare
 
