@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -150,10 +151,11 @@ func TestIndexesBeforeAndAfterAdd(t *testing.T) {
 }
 
 // A replaced cluster's teardown never removes its replacement; a replacement
-// that fails keeps the old cluster.
+// that fails keeps the old cluster engaged. One Aware throughout: Clusters
+// binds its first call's.
 func TestAddOrReplace(t *testing.T) {
 	c := clusters.New[cluster.Cluster]()
-	aware := &engagements{}
+	aware := &choosy{}
 	ctx := t.Context()
 	old := testbed.NewCluster(t, fleet.Config(0))
 	if err := c.AddOrReplace(ctx, "x", old, aware); err != nil {
@@ -166,8 +168,8 @@ func TestAddOrReplace(t *testing.T) {
 	if err := c.AddOrReplace(ctx, "x", newer, aware); err != nil {
 		t.Fatal(err)
 	}
-	// The old cluster's context is cancelled by the replacement; its teardown
-	// runs, and must leave the new entry alone.
+	// The old cluster's life ends with the replacement; its teardown runs,
+	// and must leave the new one alone.
 	fleettest.Eventually(t, 0, func() error {
 		if got := aware.get("x"); got != newer {
 			return fmt.Errorf("engaged instance is %p, want the replacement %p", got, newer)
@@ -178,26 +180,86 @@ func TestAddOrReplace(t *testing.T) {
 		t.Fatalf("Get after replace = %v, %v", got, err)
 	}
 
-	// The aware refuses the replacement, after having dropped whatever it had
-	// for the name (as the manager does): the previous cluster is engaged again.
+	// The Aware refuses the next replacement: the previous cluster stays
+	// engaged, and Get answers it.
 	bad := testbed.NewCluster(t, fleet.Config(0))
-	var reengaged atomic.Int32
-	refuse := multicluster.AwareFunc(func(_ context.Context, _ string, cl cluster.Cluster) error {
-		if cl == bad {
-			return errors.New("refused")
-		}
-		reengaged.Add(1)
-		return nil
-	})
-	if err := c.AddOrReplace(ctx, "x", bad, refuse); err == nil {
+	aware.refuse(bad)
+	if err := c.AddOrReplace(ctx, "x", bad, aware); err == nil {
 		t.Fatal("a refused replacement succeeded")
-	}
-	if reengaged.Load() != 1 {
-		t.Errorf("previous cluster engaged again %d times, want once", reengaged.Load())
 	}
 	if got, err := c.Get(ctx, "x"); err != nil || got != newer {
 		t.Fatalf("after a failed replacement Get = %v, %v; want the previous cluster", got, err)
 	}
+	if got := aware.get("x"); got != newer {
+		t.Fatalf("after a failed replacement the Aware holds %p, want the previous cluster %p", got, newer)
+	}
+}
+
+// A Clusters is bound to the Aware of its first call: another is refused,
+// naming the cluster, and nothing is published for it.
+func TestClustersBindOneAware(t *testing.T) {
+	c := clusters.New[cluster.Cluster]()
+	first, other := &engagements{}, &engagements{}
+	if err := c.Add(t.Context(), "a", testbed.NewCluster(t, fleet.Config(0)), first); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Add(t.Context(), "b", testbed.NewCluster(t, fleet.Config(0)), other)
+	if !errors.Is(err, clusters.ErrOtherAware) || !strings.Contains(err.Error(), `"b"`) {
+		t.Fatalf("Add with another Aware: %v, want ErrOtherAware naming the cluster", err)
+	}
+	if names := c.ClusterNames(); len(names) != 1 || names[0] != "a" {
+		t.Fatalf("ClusterNames = %v, want [a]", names)
+	}
+	if other.total.Load() != 0 {
+		t.Fatal("the other Aware was engaged")
+	}
+}
+
+// choosy is an Aware that records what it holds, refuses the clusters it is
+// told to, and holds the engagement of one cluster until released.
+type choosy struct {
+	engagements
+	mu      sync.Mutex
+	refused map[cluster.Cluster]bool
+	hold    cluster.Cluster
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (a *choosy) refuse(cl cluster.Cluster) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.refused == nil {
+		a.refused = map[cluster.Cluster]bool{}
+	}
+	a.refused[cl] = true
+}
+
+// holdUntil has the engagement of cl wait until release is closed, after
+// closing entered.
+func (a *choosy) holdUntil(cl cluster.Cluster) (entered, release chan struct{}) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.hold, a.entered, a.release = cl, make(chan struct{}), make(chan struct{})
+	return a.entered, a.release
+}
+
+func (a *choosy) Engage(ctx context.Context, name string, cl cluster.Cluster) error {
+	a.mu.Lock()
+	refused, held := a.refused[cl], a.hold == cl && cl != nil
+	entered, release := a.entered, a.release
+	a.mu.Unlock()
+	if held {
+		close(entered)
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+	}
+	if refused {
+		return errors.New("refused")
+	}
+	return a.engagements.Engage(ctx, name, cl)
 }
 
 // Concurrent use is race-free (run with -race) and ends consistent.
@@ -229,44 +291,43 @@ func TestConcurrentUse(t *testing.T) {
 	}
 }
 
-// Two replacements in flight for one name: when the newer one engages first
-// and the older one then fails, the original cluster is stopped, not left
-// running untracked.
+// Two replacements in flight for one name: the newest supersedes the one
+// still engaging, which fails; the newest is engaged and the original
+// cluster's engagement ends (the engine started it, and stops it).
 func TestOverlappingReplacements(t *testing.T) {
 	c := clusters.New[cluster.Cluster]()
 	ctx := t.Context()
-	var ctxA context.Context
-	if err := c.AddOrReplace(ctx, "x", testbed.NewCluster(t, fleet.Config(0)), multicluster.AwareFunc(func(ctx context.Context, _ string, _ cluster.Cluster) error {
-		ctxA = ctx
-		return nil
-	})); err != nil {
+	aware := &choosy{}
+	original := testbed.NewCluster(t, fleet.Config(0))
+	if err := c.AddOrReplace(ctx, "x", original, aware); err != nil {
 		t.Fatal(err)
 	}
 
-	entered, release := make(chan struct{}), make(chan struct{})
-	slow := multicluster.AwareFunc(func(context.Context, string, cluster.Cluster) error {
-		close(entered)
-		<-release
-		return errors.New("refused late")
-	})
+	slow := testbed.NewCluster(t, fleet.Config(1))
+	entered, release := aware.holdUntil(slow)
+	aware.refuse(slow)
 	bDone := make(chan error, 1)
-	go func() { bDone <- c.AddOrReplace(ctx, "x", testbed.NewCluster(t, fleet.Config(1)), slow) }()
+	go func() { bDone <- c.AddOrReplace(ctx, "x", slow, aware) }()
 	<-entered
 
-	// The newest replacement starts while the older one is still engaging;
-	// engagements of a name are serialized, so it waits for that one.
 	newest := testbed.NewCluster(t, fleet.Config(0))
 	cDone := make(chan error, 1)
-	go func() { cDone <- c.AddOrReplace(ctx, "x", newest, &engagements{}) }()
+	go func() { cDone <- c.AddOrReplace(ctx, "x", newest, aware) }()
 	fleettest.Eventually(t, 0, func() error {
-		if got, _ := c.Get(ctx, "x"); got != newest {
-			return errors.New("the newest replacement is not current yet")
+		if _, err := c.Get(ctx, "x"); err != nil {
+			return err
 		}
-		return nil
+		select {
+		case err := <-bDone:
+			bDone <- err
+			return nil
+		default:
+			return errors.New("the replacement still engaging has not returned")
+		}
 	})
 	close(release)
 	if err := <-bDone; err == nil {
-		t.Fatal("the refused replacement succeeded")
+		t.Fatal("the superseded replacement succeeded")
 	}
 	if err := <-cDone; err != nil {
 		t.Fatal(err)
@@ -274,9 +335,10 @@ func TestOverlappingReplacements(t *testing.T) {
 	if got, err := c.Get(ctx, "x"); err != nil || got != newest {
 		t.Fatalf("Get = %v, %v; want the newest cluster", got, err)
 	}
-	select {
-	case <-ctxA.Done():
-	default:
-		t.Fatal("the original cluster is still running, untracked")
-	}
+	fleettest.Eventually(t, 0, func() error {
+		if got := aware.get("x"); got != newest {
+			return fmt.Errorf("the Aware holds %p, want the newest %p", got, newest)
+		}
+		return nil
+	})
 }

@@ -58,18 +58,7 @@ func (m *Members) Start(ctx context.Context, aware multicluster.Aware, log logr.
 	defer m.mu.Unlock()
 	m.ctx, m.log = ctx, log
 	m.hashes = map[multicluster.ClusterName]wanted{}
-	if pub, ok := aware.(fleet.Publisher); ok {
-		m.pub = pub
-	} else {
-		own := fleet.New(fleet.Options{Logger: log})
-		own.Subscribe(aware)
-		m.pub = own
-		m.wg.Go(func() {
-			if err := own.Start(ctx); err != nil {
-				log.Error(err, "Fleet engine stopped")
-			}
-		})
-	}
+	m.pub = fleet.DoorFor(aware, fleet.Options{Logger: log})
 	context.AfterFunc(ctx, func() {
 		m.mu.Lock()
 		defer m.mu.Unlock()
@@ -360,7 +349,15 @@ func (m *Members) Remove(name multicluster.ClusterName) bool {
 
 // Wait waits for the engine Members runs itself, if any, and for its
 // trials of new credentials. Cancel the provider's run first.
-func (m *Members) Wait() { m.wg.Wait() }
+func (m *Members) Wait() {
+	m.wg.Wait()
+	m.mu.Lock()
+	own, _ := m.pub.(*fleet.OwnEngine)
+	m.mu.Unlock()
+	if own != nil {
+		own.Wait()
+	}
+}
 
 // View is the read side of a Members, for providers to embed: it answers
 // multicluster.Provider's Get and IndexField, and ClusterNames.

@@ -112,7 +112,7 @@ func TestGetTypedAndIndexers(t *testing.T) {
 }
 
 // A cluster that stops running on its own is given to ErrorHandler, with
-// its name, instead of the log.
+// its name, as the engine reports it, and is no longer served.
 func TestErrorHandlerHearsOfAClusterThatStopped(t *testing.T) {
 	type call struct {
 		err error
@@ -129,8 +129,10 @@ func TestErrorHandlerHearsOfAClusterThatStopped(t *testing.T) {
 	cl.stop()
 	select {
 	case got := <-calls:
-		if !strings.Contains(got.msg, "stopped running") || len(got.kv) != 2 || got.kv[1] != "dies" {
-			t.Fatalf("ErrorHandler got %q %v", got.msg, got.kv)
+		// The engine runs the cluster and reports its end as a failed
+		// run, which it retries.
+		if got.err == nil || !strings.Contains(got.msg, "fleet engine") || len(got.kv) != 2 || got.kv[1] != "dies" {
+			t.Fatalf("ErrorHandler got %v %q %v", got.err, got.msg, got.kv)
 		}
 	case <-time.After(time.Minute):
 		t.Fatal("ErrorHandler did not hear of the cluster that stopped")

@@ -52,6 +52,9 @@ type Engine struct {
 	overdue sync.Once // logs once that the provider's first listing is late
 	ready   atomic.Bool
 	health  health
+	// idle, if set, is called under mu when the last record is forgotten
+	// (see Own): it must not block.
+	idle func()
 }
 
 // New returns an engine; run it with Start.
@@ -272,17 +275,27 @@ func (e *Engine) Ready(_ *http.Request) error {
 // until ctx ends; then every cluster is torn down and Start returns once all
 // of them have stopped.
 func (e *Engine) Start(ctx context.Context) error {
+	ownershipChanged, err := e.begin(ctx)
+	if err != nil {
+		return err
+	}
+	e.run(ctx, ownershipChanged)
+	return nil
+}
+
+// begin is the part of Start that returns: once it has, members published
+// are started, and a publication's Outcome waits for its engagement.
+func (e *Engine) begin(ctx context.Context) (ownershipChanged <-chan struct{}, err error) {
 	// Taken before any ownership is looked at: a change after this read is
 	// seen by followOwnership; one between a look and a later read would be
 	// lost until the next change.
-	var ownershipChanged <-chan struct{}
 	if e.opts.Admission != nil {
 		ownershipChanged = e.opts.Admission.Changed()
 	}
 	e.mu.Lock()
+	defer e.mu.Unlock()
 	if e.ctx != nil {
-		e.mu.Unlock()
-		return fmt.Errorf("fleet engine: %w", multicluster.ErrAlreadyStarted)
+		return nil, fmt.Errorf("fleet engine: %w", multicluster.ErrAlreadyStarted)
 	}
 	e.ctx, e.began = ctx, time.Now()
 	e.started.Store(true)
@@ -290,8 +303,11 @@ func (e *Engine) Start(ctx context.Context) error {
 	for rec := range e.records.all() {
 		e.kickLocked(rec)
 	}
-	e.mu.Unlock()
+	return ownershipChanged, nil
+}
 
+// run is the part of Start that blocks until ctx ends, then tears down.
+func (e *Engine) run(ctx context.Context, ownershipChanged <-chan struct{}) {
 	if e.opts.Admission != nil {
 		e.wg.Go(func() { e.followOwnership(ctx, ownershipChanged) })
 	}
@@ -329,7 +345,6 @@ func (e *Engine) Start(ctx context.Context) error {
 		release()
 	}
 	e.wg.Wait()
-	return nil
 }
 
 // forgetLocked takes rec out of the fleet with everything it holds (the
@@ -340,6 +355,9 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 	}
 	rec.gone = true
 	e.records.remove(rec.name)
+	if e.idle != nil && e.records.len() == 0 {
+		e.idle()
+	}
 	if rec.retry != nil {
 		rec.retry.Stop()
 		rec.retry = nil

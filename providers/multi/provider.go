@@ -58,7 +58,7 @@ type Provider struct {
 	providers map[string]*innerProvider
 	indexes   []index
 	ctx       context.Context // the run's, once started
-	fleet     fleetDoor       // where inner providers' clusters go, once started
+	fleet     mcfleet.Door    // where inner providers' clusters go, once started
 	listed    chan struct{}   // closed once the providers registered at Start have listed
 }
 
@@ -218,18 +218,7 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	// The fleet engine keeps the one record of the clusters: the manager's,
 	// or one of the multi provider's own for an Aware that is not a
 	// fleet.Publisher (a test's tracker, say).
-	var own sync.WaitGroup
-	door, ok := aware.(fleetDoor)
-	if !ok {
-		engine := mcfleet.New(mcfleet.Options{Logger: m.log})
-		engine.Subscribe(aware)
-		own.Go(func() {
-			if err := engine.Start(ctx); err != nil {
-				m.log.Error(err, "Fleet engine stopped")
-			}
-		})
-		door = engine
-	}
+	door := mcfleet.DoorFor(aware, mcfleet.Options{Logger: m.log})
 	m.ctx, m.fleet = ctx, door
 	var listing []*innerProvider
 	for _, ip := range m.providers {
@@ -254,7 +243,9 @@ func (m *Provider) Start(ctx context.Context, aware multicluster.Aware) error {
 	for _, done := range running {
 		<-done
 	}
-	own.Wait()
+	if own, ok := door.(*mcfleet.OwnEngine); ok {
+		own.Wait() // the inner providers' clusters left with their providers
+	}
 	return nil
 }
 
@@ -369,13 +360,6 @@ func (m *Provider) IndexField(ctx context.Context, obj client.Object, field stri
 	return errors.Join(errs...)
 }
 
-// fleetDoor is how clusters enter the fleet engine: published (SetMember)
-// or adopted (Engage). The manager and fleet.Engine are both.
-type fleetDoor interface {
-	multicluster.Aware
-	mcfleet.Publisher
-}
-
 // prefixed is what inner providers are started with: it hands their
 // clusters to the fleet engine under prefixed names. That is all the multi
 // provider adds; the engine keeps the clusters. Engagements end when the
@@ -385,10 +369,10 @@ type fleetDoor interface {
 type prefixed struct {
 	inner *innerProvider
 	sep   string
-	fleet fleetDoor
+	fleet mcfleet.Door
 }
 
-var _ fleetDoor = &prefixed{}
+var _ mcfleet.Door = &prefixed{}
 
 func (p *prefixed) name(name multicluster.ClusterName) multicluster.ClusterName {
 	return p.inner.prefix + p.sep + name
