@@ -160,7 +160,9 @@ type gate interface {
 // one queue wrapper between it and q, which holds the adds until released.
 // A lifted controller-runtime handler (mchandler.Lift and the handlers built
 // on it) is given that wrapper directly, with the tagging: an event goes
-// through one wrapper and no call of the lifted handler.
+// through one wrapper and no call of the lifted handler. A lifted handler
+// wrapped again (mchandler.WithLowPriorityWhenUnchanged) is not seen as one:
+// it tags through a view of its own, in front of the held wrapper.
 func (k *clusterKind[object, request]) eventHandler(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) (toolscache.ResourceEventHandler, gate) {
 	if l, ok := k.handler.(queue.Lifted[object]); ok {
 		if mq, ok := any(q).(workqueue.TypedRateLimitingInterface[mcreconcile.Request]); ok {
