@@ -262,3 +262,42 @@ func TestClusterReplayIntoFairQueue(t *testing.T) {
 		c.Done(item)
 	}
 }
+
+// hidden hides the fair queue's type: a Cluster in front of it replays one
+// add at a time, through the interface.
+type hidden struct {
+	*fairqueue.Queue[mcreconcile.Request]
+}
+
+// BenchmarkClusterRelease measures a cluster's initial list of 10,000
+// requests, held at low priority and released into the fair queue: in
+// batches (the fair queue seen as such), and one add at a time.
+func BenchmarkClusterRelease(b *testing.B) {
+	reqs := make([]reconcile.Request, 10000)
+	for i := range reqs {
+		reqs[i] = req(fmt.Sprintf("cm-%d", i))
+	}
+	low := priorityqueue.AddOpts{Priority: ptr.To(-100)}
+	for _, kind := range []string{"batched", "one-by-one"} {
+		b.Run(kind, func(b *testing.B) {
+			b.ReportAllocs()
+			for range b.N {
+				fq := fairqueue.New[mcreconcile.Request]("", fairqueue.Options[mcreconcile.Request]{ClusterOf: func(r mcreconcile.Request) string { return r.ClusterName }})
+				var q workqueue.TypedRateLimitingInterface[mcreconcile.Request] = fq
+				if kind == "one-by-one" {
+					q = hidden{fq}
+				}
+				c := ForCluster("member", q, true)
+				for _, r := range reqs {
+					c.AddWithOpts(low, r)
+				}
+				c.Release()
+				if fq.Len() != len(reqs) {
+					b.Fatalf("%d queued", fq.Len())
+				}
+				fq.ShutDown()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(reqs)), "ns/request")
+		})
+	}
+}
