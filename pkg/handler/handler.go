@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/mcruntime/multicluster-runtime/internal/queue"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
 )
@@ -53,20 +54,28 @@ func LiftFactory[object client.Object](build func(name multicluster.ClusterName,
 }
 
 // lifted runs a single-cluster handler against a queue that tags its requests
-// with the cluster name.
+// with the cluster name. mcsource.Kind does not call it: it hands the inner
+// handler its own queue for the cluster, which tags and holds (see Unlift).
 type lifted[object client.Object] struct {
 	name  multicluster.ClusterName
 	inner handler.TypedEventHandler[object, reconcile.Request]
 	// tagging is the tagging view of the last queue seen: a handler is fed
 	// by one queue, so events do not allocate a view each.
-	tagging atomic.Pointer[taggingQueue]
+	tagging atomic.Pointer[queue.Cluster[reconcile.Request, mcreconcile.Request]]
 }
 
-func (l *lifted[object]) queue(q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) *taggingQueue {
-	if t := l.tagging.Load(); t != nil && t.q == q {
+var _ queue.Lifted[client.Object] = &lifted[client.Object]{}
+
+// Unlift returns the cluster and the single-cluster handler.
+func (l *lifted[object]) Unlift() (multicluster.ClusterName, handler.TypedEventHandler[object, reconcile.Request]) {
+	return l.name, l.inner
+}
+
+func (l *lifted[object]) queue(q workqueue.TypedRateLimitingInterface[mcreconcile.Request]) *queue.Cluster[reconcile.Request, mcreconcile.Request] {
+	if t := l.tagging.Load(); t != nil && t.Wraps(q) {
 		return t
 	}
-	t := clusterQueue(l.name, q)
+	t := queue.ForCluster(l.name, q, false)
 	l.tagging.Store(t)
 	return t
 }

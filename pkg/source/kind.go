@@ -12,8 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/mcruntime/multicluster-runtime/internal/queue"
 	mchandler "github.com/mcruntime/multicluster-runtime/pkg/handler"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 	mcreconcile "github.com/mcruntime/multicluster-runtime/pkg/reconcile"
@@ -119,7 +121,7 @@ var _ source.TypedSyncingSource[mcreconcile.Request] = &clusterKind[client.Objec
 
 // Start registers the handler. It returns once the informer exists, without
 // waiting for it to sync; what the handler enqueues reaches the queue once the
-// initial list is complete (see syncGate).
+// initial list is complete (see queue.Cluster).
 func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) error {
 	if k.registration != nil {
 		return fmt.Errorf("%s was started twice", k)
@@ -128,8 +130,8 @@ func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.Ty
 	if err != nil {
 		return fmt.Errorf("getting informer for %T: %w", k.obj, err)
 	}
-	gate := newSyncGate(q)
-	reg, err := informer.AddEventHandlerWithOptions(NewEventHandler(ctx, workqueue.TypedRateLimitingInterface[request](gate), k.handler, k.predicates), toolscache.HandlerOptions{})
+	h, gate := k.eventHandler(ctx, q)
+	reg, err := informer.AddEventHandlerWithOptions(h, toolscache.HandlerOptions{})
 	if err != nil {
 		return fmt.Errorf("adding event handler for %T: %w", k.obj, err)
 	}
@@ -140,12 +142,37 @@ func (k *clusterKind[object, request]) Start(ctx context.Context, q workqueue.Ty
 	go func() {
 		select {
 		case <-reg.HasSyncedChecker().Done():
-			gate.release()
+			gate.Release()
 		case <-ctx.Done():
-			gate.discard()
+			gate.Discard()
 		}
 	}()
 	return nil
+}
+
+// gate is a queue.Cluster, whatever its request types.
+type gate interface {
+	Release()
+	Discard()
+}
+
+// eventHandler returns the informer's handler of the cluster's events and the
+// one queue wrapper between it and q, which holds the adds until released.
+// A lifted controller-runtime handler (mchandler.Lift and the handlers built
+// on it) is given that wrapper directly, with the tagging: an event goes
+// through one wrapper and no call of the lifted handler. A lifted handler
+// wrapped again (mchandler.WithLowPriorityWhenUnchanged) is not seen as one:
+// it tags through a view of its own, in front of the held wrapper.
+func (k *clusterKind[object, request]) eventHandler(ctx context.Context, q workqueue.TypedRateLimitingInterface[request]) (toolscache.ResourceEventHandler, gate) {
+	if l, ok := k.handler.(queue.Lifted[object]); ok {
+		if mq, ok := any(q).(workqueue.TypedRateLimitingInterface[mcreconcile.Request]); ok {
+			name, inner := l.Unlift()
+			c := queue.ForCluster(name, mq, true)
+			return NewEventHandler[object, reconcile.Request](ctx, c, inner, k.predicates), c
+		}
+	}
+	c := queue.Held(q)
+	return NewEventHandler[object, request](ctx, c, k.handler, k.predicates), c
 }
 
 // WaitForSync waits until the handler has seen the informer's initial list.
