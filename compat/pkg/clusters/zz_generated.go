@@ -51,6 +51,9 @@ var ErrInvalidClusterName = mcclusters.ErrInvalidClusterName
 // ErrKubeconfigRefused is the value of [mcclusters.ErrKubeconfigRefused].
 var ErrKubeconfigRefused = mcclusters.ErrKubeconfigRefused
 
+// ErrOtherAware is the value of [mcclusters.ErrOtherAware].
+var ErrOtherAware = mcclusters.ErrOtherAware
+
 // ExpiringCredentialsError is [mcclusters.ExpiringCredentialsError].
 type ExpiringCredentialsError = mcclusters.ExpiringCredentialsError
 

@@ -4,6 +4,7 @@ package fleet
 
 import (
 	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	mcmulticluster "github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // Admission is [mcfleet.Admission].
@@ -56,6 +57,14 @@ const DefaultSuccessThreshold = mcfleet.DefaultSuccessThreshold
 // DefaultWatchSilence is [mcfleet.DefaultWatchSilence].
 const DefaultWatchSilence = mcfleet.DefaultWatchSilence
 
+// Door is [mcfleet.Door].
+type Door = mcfleet.Door
+
+// DoorFor calls [mcfleet.DoorFor].
+func DoorFor(aware mcmulticluster.Aware, opts mcfleet.Options) mcfleet.Door {
+	return mcfleet.DoorFor(aware, opts)
+}
+
 // DrainBound is [mcfleet.DrainBound].
 type DrainBound = mcfleet.DrainBound
 
@@ -93,6 +102,14 @@ func New(opts mcfleet.Options) *mcfleet.Engine {
 
 // Options is [mcfleet.Options].
 type Options = mcfleet.Options
+
+// Own calls [mcfleet.Own].
+func Own(aware mcmulticluster.Aware, opts mcfleet.Options) *mcfleet.OwnEngine {
+	return mcfleet.Own(aware, opts)
+}
+
+// OwnEngine is [mcfleet.OwnEngine].
+type OwnEngine = mcfleet.OwnEngine
 
 // OwnerReporter is [mcfleet.OwnerReporter].
 type OwnerReporter = mcfleet.OwnerReporter
