@@ -7,10 +7,9 @@
 // Clusters is for providers that build their clusters themselves: handed the
 // manager, it publishes each as a pre-built member (the engine starts, syncs,
 // engages, probes and tears it down) and answers Get with what the engine
-// engaged; handed another multicluster.Aware (a test's), it starts each
-// cluster, applies every registered field index before its cache starts,
-// waits (bounded) for the cache and engages it, never touching a
-// replacement when it tears a replaced cluster down.
+// engaged; handed another multicluster.Aware (a test's), it does the same
+// with an engine of that Aware's own (fleet.DoorFor). A Clusters binds the
+// Aware of its first call.
 //
 // Members builds each cluster with the manager's settings hook
 // (SettingsFunc, given by mcmanager.WithClusterSettings and carried in the
