@@ -7,7 +7,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
-	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -45,15 +44,6 @@ func (c *Clusters[T]) GetTyped(_ context.Context, name multicluster.ClusterName)
 // instance, or equal by eq (the EqualClusters field of Clusters or Registry).
 func sameCluster[T cluster.Cluster](eq func(a, b T) bool, a, b T) bool {
 	return any(a) == any(b) || (eq != nil && eq(a, b))
-}
-
-// handleError gives err to ErrorHandler, or logs it.
-func (c *Clusters[T]) handleError(err error, msg string, keysAndValues ...any) {
-	if c.ErrorHandler != nil {
-		c.ErrorHandler(err, msg, keysAndValues...)
-		return
-	}
-	logf.Log.WithName("clusters").Error(err, msg, keysAndValues...)
 }
 
 // EqualClusters reports whether a and b are the same instance, or connect to
