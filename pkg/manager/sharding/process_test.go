@@ -139,7 +139,16 @@ func TestSeparateProcesses(t *testing.T) {
 			for _, cmd := range procs {
 				_ = cmd.Process.Signal(syscall.SIGQUIT)
 			}
-			time.Sleep(2 * time.Second) // let them write the dump before they are killed
+			// A Go process exits after writing its SIGQUIT dump, which closes
+			// its stdout: wait for every reader to see that (bounded) before
+			// the kills below cut a dump short.
+			done := make(chan struct{})
+			go func() { readers.Wait(); close(done) }()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Log("a replica did not exit within 10s of SIGQUIT; killing it")
+			}
 		}
 	})
 	rec.expectCoverage(t, names, 2*time.Minute)
