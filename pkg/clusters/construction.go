@@ -1,7 +1,6 @@
 package clusters
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -109,19 +108,3 @@ func TransformStripFieldManagement() toolscache.TransformFunc {
 
 // TransformInternStrings: see build.TransformInternStrings.
 func TransformInternStrings() toolscache.TransformFunc { return build.TransformInternStrings() }
-
-// ContextWithOptions: see build.ContextWithOptions.
-func ContextWithOptions(ctx context.Context, opts ...cluster.Option) context.Context {
-	return build.ContextWithOptions(ctx, opts...)
-}
-
-// OptionsFromContext: see build.OptionsFromContext.
-func OptionsFromContext(ctx context.Context) []cluster.Option { return build.OptionsFromContext(ctx) }
-
-// ContextWithSettings: see build.ContextWithSettings.
-func ContextWithSettings(ctx context.Context, hook SettingsFunc) context.Context {
-	return build.ContextWithSettings(ctx, hook)
-}
-
-// SettingsFromContext: see build.SettingsFromContext.
-func SettingsFromContext(ctx context.Context) SettingsFunc { return build.SettingsFromContext(ctx) }

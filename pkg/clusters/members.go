@@ -31,7 +31,7 @@ import (
 // Members runs an engine of its own for that Aware.
 type Members struct {
 	// ClusterOptions are applied to every cluster built, after those of the
-	// manager (OptionsFromContext of the engine's Build).
+	// manager (see fleet.Constructor).
 	ClusterOptions []cluster.Option
 	// Refresh, if set, is called with a cluster's name when the cluster rejects
 	// its credentials: the provider re-reads its source and calls Set again if
@@ -169,7 +169,7 @@ func (m *Members) Set(name multicluster.ClusterName, hash string, cfg *rest.Conf
 		// whose error the build reports.
 		delete(m.indexed, w.prebuilt)
 		w = wanted{key: key, published: key, creds: build.NewHolder(who, who.HasCert() && strings.HasPrefix(key, "endpoint:"))}
-		w.build = (&builder{m: m, name: name, where: where, creds: w.creds}).build
+		w.build = (&builder{m: m, pub: m.pub, name: name, where: where, creds: w.creds}).build
 	}
 	w.hash, w.source, w.paused = hash, o.source, o.paused
 	w.expiry = m.watchExpiry(name, who.BearerToken, report, expiry)
@@ -309,6 +309,7 @@ type wanted struct {
 // creds holds at the time.
 type builder struct {
 	m     *Members
+	pub   fleet.Publisher // asked for the manager's options at each build
 	name  multicluster.ClusterName
 	where *rest.Config
 	creds *build.Holder
@@ -321,11 +322,11 @@ type builder struct {
 // cache; one registered later reaches it while it starts or runs. ctx is
 // the member's life: the engine lets go of its clusters when it ends.
 func (b *builder) build(ctx context.Context) (cluster.Cluster, error) {
-	// The manager's options (see ContextWithOptions) come first: the
-	// provider's own are more specific, and the hook's, for this cluster
-	// alone, more specific still.
-	opts := append(OptionsFromContext(ctx), b.m.ClusterOptions...)
-	cl, err := build.FromEndpoint(ctx, b.name, b.where, b.creds, b.m.source(b.name), SettingsFromContext(ctx), opts)
+	// The manager's options come first: the provider's own are more
+	// specific, and the hook's, for this cluster alone, more specific still.
+	managers, settings := fleet.ConstructionOf(b.pub, b.name)
+	opts := append(managers[:len(managers):len(managers)], b.m.ClusterOptions...)
+	cl, err := build.FromEndpoint(ctx, b.name, b.where, b.creds, b.m.source(b.name), settings, opts)
 	if err != nil {
 		return nil, err
 	}

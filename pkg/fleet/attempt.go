@@ -82,7 +82,7 @@ func (rec *record) retire(in *instance) {
 // bounded by CacheSyncTimeout. The instance it returns with an error is
 // retired by the caller.
 func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life context.Context) (*instance, error) {
-	cl, err := build(ctx, life, e.opts.CacheSyncTimeout, m.Build)
+	cl, err := runBuild(ctx, life, e.opts.CacheSyncTimeout, m.Build)
 	if err != nil {
 		return nil, multicluster.WithCluster(rec.name, fmt.Errorf("building: %w", err))
 	}
@@ -202,11 +202,11 @@ func (in *instance) runCluster(name multicluster.ClusterName, log logr.Logger) (
 	return in.exited.Load()
 }
 
-// build runs a member's Build, bounded by timeout. Building may run a
+// runBuild runs a member's Build, bounded by timeout. Building may run a
 // credential plugin, which client-go starts without a time limit: a plugin
 // that hangs costs one abandoned goroutine until it exits, never the
 // cluster's retries or the engine's shutdown.
-func build(ctx, life context.Context, timeout time.Duration, b func(context.Context) (cluster.Cluster, error)) (cluster.Cluster, error) {
+func runBuild(ctx, life context.Context, timeout time.Duration, b func(context.Context) (cluster.Cluster, error)) (cluster.Cluster, error) {
 	type result struct {
 		cl  cluster.Cluster
 		err error

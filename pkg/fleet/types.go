@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet/build"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
@@ -281,6 +282,15 @@ type Options struct {
 	// leaves this replica (removed, or handed to another replica): per-cluster
 	// series are dropped. It must not call the engine.
 	OnRelease func(name multicluster.ClusterName)
+	// ClusterOptions, if set, returns the cluster options of the clusters
+	// built for the member name (mcmanager.WithClusterOptions). The engine
+	// does not apply them itself: whoever builds a member's cluster asks
+	// for them (see Constructor) and applies them before its own.
+	ClusterOptions func(name multicluster.ClusterName) []cluster.Option
+	// Settings, if set, is the client settings hook of every cluster built
+	// for a member (mcmanager.WithClusterSettings), handed over as
+	// ClusterOptions are.
+	Settings build.SettingsFunc
 }
 
 // Defaults of Options.

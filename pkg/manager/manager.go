@@ -17,9 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
-	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mccontext "github.com/mcruntime/multicluster-runtime/pkg/context"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet/build"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleetreader"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -110,16 +110,16 @@ func WithMultiCluster(mgr manager.Manager, provider multicluster.Provider, mcOpt
 		opt(&o)
 	}
 	m := &mcManager{
-		Manager:        mgr,
-		provider:       provider,
-		clusterOptions: o.clusterOptions,
-		settings:       o.clusterSettings,
+		Manager:  mgr,
+		provider: provider,
 	}
 	engineOpts := fleet.Options{
 		Logger:           mgr.GetLogger().WithName("fleet"),
 		Health:           withProviderCheck(o.health, provider),
 		CacheSyncTimeout: o.cacheSyncTimeout,
 		ListingTimeout:   o.listingTimeout,
+		ClusterOptions:   o.clusterOptions,
+		Settings:         o.clusterSettings,
 	}
 	if lister, ok := provider.(multicluster.ListingProvider); ok {
 		engineOpts.Listed = lister.Listed()
@@ -179,11 +179,9 @@ type mcManager struct {
 	fleetReader     fleetReaderOnce
 	// host runs the host's work on the replica that owns it; nil without
 	// sharding (see hostwork.go), as is adm, the coordinator.
-	host           *hostWork
-	adm            hostAdmission
-	local          *hostManager                                    // GetLocalManager under sharding
-	clusterOptions func(multicluster.ClusterName) []cluster.Option // nil unless WithClusterOptions
-	settings       clusters.SettingsFunc                           // nil unless WithClusterSettings
+	host  *hostWork
+	adm   hostAdmission
+	local *hostManager // GetLocalManager under sharding
 }
 
 // ReconcileRecorder is implemented by the Multi-Cluster Manager: controllers
@@ -308,25 +306,14 @@ func (m *mcManager) SetMember(member fleet.Member) {
 		m.GetLogger().Error(errors.New(`the cluster name "" is reserved for the host cluster`), "Ignoring member")
 		return
 	}
-	if build := member.Build; build != nil && (m.clusterOptions != nil || m.settings != nil) {
-		// The provider's builder (pkg/clusters.Members) reads them from the
-		// context; see clusters.ContextWithOptions and ContextWithSettings.
-		name := member.Name
-		member.Build = func(ctx context.Context) (cluster.Cluster, error) {
-			if m.clusterOptions != nil {
-				ctx = clusters.ContextWithOptions(ctx, m.clusterOptions(name)...)
-			}
-			if m.settings != nil {
-				// The name the manager knows (a wrapper such as the multi
-				// provider's prefixes the provider's own).
-				ctx = clusters.ContextWithSettings(ctx, func(_ multicluster.ClusterName, source client.Object, cfg *rest.Config) []cluster.Option {
-					return m.settings(name, source, cfg)
-				})
-			}
-			return build(ctx)
-		}
-	}
 	m.fleet.SetMember(member)
+}
+
+// Construction returns the cluster options and the settings hook
+// (WithClusterOptions, WithClusterSettings) of the member name
+// (fleet.Constructor).
+func (m *mcManager) Construction(name multicluster.ClusterName) ([]cluster.Option, build.SettingsFunc) {
+	return m.fleet.Construction(name)
 }
 
 // RemoveMember removes a member published with SetMember.

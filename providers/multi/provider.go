@@ -15,6 +15,7 @@ import (
 
 	pkgclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet/build"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
@@ -372,7 +373,10 @@ type prefixed struct {
 	fleet mcfleet.Door
 }
 
-var _ mcfleet.Door = &prefixed{}
+var (
+	_ mcfleet.Door        = &prefixed{}
+	_ mcfleet.Constructor = &prefixed{}
+)
 
 func (p *prefixed) name(name multicluster.ClusterName) multicluster.ClusterName {
 	return p.inner.prefix + p.sep + name
@@ -396,6 +400,12 @@ func (p *prefixed) Engage(ctx context.Context, name multicluster.ClusterName, cl
 func (p *prefixed) SetMember(m mcfleet.Member) {
 	m.Name = p.name(m.Name)
 	p.fleet.SetMember(m)
+}
+
+// Construction returns the options and settings hook the door holds for
+// the cluster under its prefixed name.
+func (p *prefixed) Construction(name multicluster.ClusterName) ([]cluster.Option, build.SettingsFunc) {
+	return mcfleet.ConstructionOf(p.fleet, p.name(name))
 }
 
 func (p *prefixed) RemoveMember(name multicluster.ClusterName) {

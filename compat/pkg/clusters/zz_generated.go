@@ -3,7 +3,6 @@
 package clusters
 
 import (
-	context "context"
 	mcclusters "github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	meta "k8s.io/apimachinery/pkg/api/meta"
 	rest "k8s.io/client-go/rest"
@@ -17,16 +16,6 @@ import (
 
 // Clusters is [mcclusters.Clusters].
 type Clusters[T cluster.Cluster] = mcclusters.Clusters[T]
-
-// ContextWithOptions calls [mcclusters.ContextWithOptions].
-func ContextWithOptions(ctx context.Context, opts ...cluster.Option) context.Context {
-	return mcclusters.ContextWithOptions(ctx, opts...)
-}
-
-// ContextWithSettings calls [mcclusters.ContextWithSettings].
-func ContextWithSettings(ctx context.Context, hook mcclusters.SettingsFunc) context.Context {
-	return mcclusters.ContextWithSettings(ctx, hook)
-}
 
 // Credentials is [mcclusters.Credentials].
 type Credentials = mcclusters.Credentials
@@ -103,11 +92,6 @@ func NewRegistry[T cluster.Cluster]() *mcclusters.Registry[T] {
 	return mcclusters.NewRegistry[T]()
 }
 
-// OptionsFromContext calls [mcclusters.OptionsFromContext].
-func OptionsFromContext(ctx context.Context) []cluster.Option {
-	return mcclusters.OptionsFromContext(ctx)
-}
-
 // RESTConfigFromUntrustedKubeconfig calls [mcclusters.RESTConfigFromUntrustedKubeconfig].
 func RESTConfigFromUntrustedKubeconfig(data []byte, policy mcclusters.KubeconfigPolicy) (*rest.Config, error) {
 	return mcclusters.RESTConfigFromUntrustedKubeconfig(data, policy)
@@ -130,11 +114,6 @@ func SetPaused(paused bool) mcclusters.SetOption {
 // SetSource calls [mcclusters.SetSource].
 func SetSource(obj client.Object) mcclusters.SetOption {
 	return mcclusters.SetSource(obj)
-}
-
-// SettingsFromContext calls [mcclusters.SettingsFromContext].
-func SettingsFromContext(ctx context.Context) mcclusters.SettingsFunc {
-	return mcclusters.SettingsFromContext(ctx)
 }
 
 // SettingsFunc is [mcclusters.SettingsFunc].

@@ -4,7 +4,9 @@ package fleet
 
 import (
 	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
+	mcbuild "github.com/mcruntime/multicluster-runtime/pkg/fleet/build"
 	mcmulticluster "github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	cluster "sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
 // Admission is [mcfleet.Admission].
@@ -17,6 +19,14 @@ func AlreadyStarted(err error) bool {
 
 // ClusterStatus is [mcfleet.ClusterStatus].
 type ClusterStatus = mcfleet.ClusterStatus
+
+// ConstructionOf calls [mcfleet.ConstructionOf].
+func ConstructionOf(p mcfleet.Publisher, name mcmulticluster.ClusterName) ([]cluster.Option, mcbuild.SettingsFunc) {
+	return mcfleet.ConstructionOf(p, name)
+}
+
+// Constructor is [mcfleet.Constructor].
+type Constructor = mcfleet.Constructor
 
 // DefaultCacheSyncTimeout is [mcfleet.DefaultCacheSyncTimeout].
 const DefaultCacheSyncTimeout = mcfleet.DefaultCacheSyncTimeout

@@ -1,7 +1,6 @@
 package build
 
 import (
-	"context"
 	"maps"
 
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -41,26 +40,4 @@ func WithCacheNamespaces(namespaces ...string) cluster.Option {
 		}
 		o.Cache.DefaultNamespaces = m
 	}
-}
-
-type buildOptionsKey struct{}
-
-// ContextWithOptions returns ctx carrying cluster options for the cluster
-// built under it. The Multi-Cluster Manager (mcmanager.WithClusterOptions)
-// gives them to every member its fleet engine builds for a provider:
-// Members, and so every provider built on it or on pkg/inventory, applies
-// them before its own ClusterOptions. A provider that builds clusters in a
-// fleet.Member's Build itself honours them with OptionsFromContext.
-func ContextWithOptions(ctx context.Context, opts ...cluster.Option) context.Context {
-	if len(opts) == 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, buildOptionsKey{}, append(OptionsFromContext(ctx), opts...))
-}
-
-// OptionsFromContext returns the cluster options ctx carries (see
-// ContextWithOptions), in the order given.
-func OptionsFromContext(ctx context.Context) []cluster.Option {
-	opts, _ := ctx.Value(buildOptionsKey{}).([]cluster.Option)
-	return opts[:len(opts):len(opts)] // appending to it copies
 }

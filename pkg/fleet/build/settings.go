@@ -1,7 +1,6 @@
 package build
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -35,32 +34,6 @@ import (
 // change what the cluster is built from (its annotations, say) takes effect
 // the next time the cluster is built, not at once.
 type SettingsFunc func(name multicluster.ClusterName, source client.Object, cfg *rest.Config) []cluster.Option
-
-type settingsKey struct{}
-
-// ContextWithSettings returns ctx carrying the settings hook for the cluster
-// built under it, after any ctx carries already. The Multi-Cluster Manager
-// (mcmanager.WithClusterSettings) gives it to every member its fleet engine
-// builds for a provider; Members, and so every provider built on it or on
-// pkg/inventory, applies it.
-func ContextWithSettings(ctx context.Context, hook SettingsFunc) context.Context {
-	if hook == nil {
-		return ctx
-	}
-	if prev := SettingsFromContext(ctx); prev != nil {
-		first := hook
-		hook = func(name multicluster.ClusterName, source client.Object, cfg *rest.Config) []cluster.Option {
-			return append(prev(name, source, cfg), first(name, source, cfg)...)
-		}
-	}
-	return context.WithValue(ctx, settingsKey{}, hook)
-}
-
-// SettingsFromContext returns the settings hook ctx carries, or nil.
-func SettingsFromContext(ctx context.Context) SettingsFunc {
-	hook, _ := ctx.Value(settingsKey{}).(SettingsFunc)
-	return hook
-}
 
 // applySettings runs hook on a copy of where (a config without credentials,
 // see SplitCredentials) and returns where with the client settings the hook

@@ -16,16 +16,6 @@ import (
 	time "time"
 )
 
-// ContextWithOptions calls [mcbuild.ContextWithOptions].
-func ContextWithOptions(ctx context.Context, opts ...cluster.Option) context.Context {
-	return mcbuild.ContextWithOptions(ctx, opts...)
-}
-
-// ContextWithSettings calls [mcbuild.ContextWithSettings].
-func ContextWithSettings(ctx context.Context, hook mcbuild.SettingsFunc) context.Context {
-	return mcbuild.ContextWithSettings(ctx, hook)
-}
-
 // Credentials is [mcbuild.Credentials].
 type Credentials = mcbuild.Credentials
 
@@ -97,11 +87,6 @@ func NewLazyRESTMapper(cfg *rest.Config, httpClient *http.Client) (meta.RESTMapp
 	return mcbuild.NewLazyRESTMapper(cfg, httpClient)
 }
 
-// OptionsFromContext calls [mcbuild.OptionsFromContext].
-func OptionsFromContext(ctx context.Context) []cluster.Option {
-	return mcbuild.OptionsFromContext(ctx)
-}
-
 // RESTConfigFromUntrustedKubeconfig calls [mcbuild.RESTConfigFromUntrustedKubeconfig].
 func RESTConfigFromUntrustedKubeconfig(data []byte, policy mcbuild.KubeconfigPolicy) (*rest.Config, error) {
 	return mcbuild.RESTConfigFromUntrustedKubeconfig(data, policy)
@@ -118,11 +103,6 @@ func Rejected(err error) bool {
 // RotatesWith calls [mcbuild.RotatesWith].
 func RotatesWith(cl cluster.Cluster, creds *mcbuild.Holder) bool {
 	return mcbuild.RotatesWith(cl, creds)
-}
-
-// SettingsFromContext calls [mcbuild.SettingsFromContext].
-func SettingsFromContext(ctx context.Context) mcbuild.SettingsFunc {
-	return mcbuild.SettingsFromContext(ctx)
 }
 
 // SettingsFunc is [mcbuild.SettingsFunc].
