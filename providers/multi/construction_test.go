@@ -103,4 +103,3 @@ func TestManagerOptionsReachAnInnerProvidersBuildUnderThePrefixedName(t *testing
 		t.Errorf("the engaged cluster's UserAgent is %q: the hook's adjustment did not reach it", got)
 	}
 }
-
