@@ -46,6 +46,18 @@
 // cluster are cheap) publishes a Build instead, and its clusters are built
 // and stopped like any member.
 //
+// # Construction below the engine
+//
+// The engine runs a member's Build and builds nothing itself; building a
+// cluster (transports, the connection gate, the lazy REST mapper,
+// credential rotation, the settings hook) is package build, below it. The
+// Multi-Cluster Manager's cluster options and settings hook are the
+// engine's own options (Options.ClusterOptions, Options.Settings), not
+// values carried in a build's context: whoever builds a member asks the
+// door it publishes to for them (ConstructionOf; the engine, the manager,
+// OwnEngine and the multi provider's door are Constructors), so that
+// nothing the engine calls reaches back up into the manager.
+//
 // # One place per name
 //
 // Every wish about a name (published, removed, owned here, answering again)
