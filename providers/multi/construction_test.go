@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -14,42 +13,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleettest"
 	mcmanager "github.com/mcruntime/multicluster-runtime/pkg/manager"
 	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
-// membersProvider publishes one member, "one", built from cfg by Members.
-type membersProvider struct {
-	cfg     *rest.Config
-	members clusters.Members
-}
-
-func (p *membersProvider) Start(ctx context.Context, aware multicluster.Aware) error {
-	p.members.Start(ctx, aware, logr.Discard())
-	p.members.Set("one", "h1", p.cfg, nil)
-	<-ctx.Done()
-	p.members.Wait()
-	return nil
-}
-
-func (p *membersProvider) Get(ctx context.Context, name multicluster.ClusterName) (cluster.Cluster, error) {
-	return p.members.Get(ctx, name)
-}
-
-func (p *membersProvider) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	return p.members.IndexField(ctx, obj, field, extract)
-}
-
 // The manager's cluster options and settings hook reach a cluster an inner
-// provider builds on Members, under the name the manager knows it by (the
+// provider builds on Members (fleettest.NamedProvider), under the name the manager knows it by (the
 // prefixed one): they are the engine's options, asked of the prefixing door
 // at the build, not carried in the build's context.
 func TestManagerOptionsReachAnInnerProvidersBuildUnderThePrefixedName(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := New(Options{})
-	if err := p.AddProvider("p", &membersProvider{cfg: fleet.Config(1)}); err != nil {
+	if err := p.AddProvider("p", fleettest.NewNamedProvider(fleet, map[multicluster.ClusterName]int{"one": 1})); err != nil {
 		t.Fatal(err)
 	}
 	var mu sync.Mutex
