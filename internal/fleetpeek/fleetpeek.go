@@ -11,6 +11,10 @@ import "time"
 // (a *fleet.Engine), live or stale.
 var ProbeEntries func(engine any) int
 
+// ExpiryWarning returns when engine (a *fleet.Engine) warns of the expiry
+// of the bearer token of the member name, if it will.
+var ExpiryWarning func(engine any, name string) (at time.Time, ok bool)
+
 // ConnGatesTo returns the number of connection gates the process holds
 // (pkg/clusters' table, one per shared transport and host) whose host is
 // host (host:port), those whose entry has not gone with its gate yet

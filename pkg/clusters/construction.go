@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet/build"
 )
 
@@ -50,6 +51,9 @@ type (
 	// RefusedCredentialsError: see build.RefusedCredentialsError.
 	RefusedCredentialsError = build.RefusedCredentialsError
 )
+
+// MaxExpirySeries: see fleet.MaxExpirySeries.
+const MaxExpirySeries = fleet.MaxExpirySeries
 
 // NewCluster builds a cluster for cfg: see build.NewCluster.
 func NewCluster(cfg *rest.Config, opts ...cluster.Option) (cluster.Cluster, error) {

@@ -12,14 +12,14 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
-	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
 )
 
 // A token about to expire is reported once, through the report of the Set
 // that gave it, naming the cluster and never the token; a new token resets
 // the warning, an opaque one has none, and a removed member none either.
 func TestMembersWarnOfATokenAboutToExpire(t *testing.T) {
-	engine := &recordingEngine{members: map[multicluster.ClusterName]string{}}
+	engine := mcfleet.New(mcfleet.Options{}) // not started: the warnings are the record's from publication on
 	var m clusters.Members
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -50,18 +50,18 @@ func TestMembersWarnOfATokenAboutToExpire(t *testing.T) {
 	}
 	// The source changes, the token does not: the warning given stands
 	// (one made anew would be due at this Set, and report again).
-	given, _ := clusters.ExpiryWarningOf(&m, "member")
+	given, _ := clusters.ExpiryWarningOf(engine, "member")
 	moved := cfg(late)
 	moved.Host = "https://elsewhere.example:6443"
 	m.Set("member", "late, elsewhere", moved, report)
-	if at, ok := clusters.ExpiryWarningOf(&m, "member"); !ok || !at.Equal(given) {
+	if at, ok := clusters.ExpiryWarningOf(engine, "member"); !ok || !at.Equal(given) {
 		t.Errorf("the same token with another server is warned of at %v (%v), want the warning given (%v) kept", at, ok, given)
 	}
 
 	// A rotation: the new token's warning comes at 80 % of its hour.
 	issued := time.Now()
 	m.Set("member", "fresh", cfg(token(time.Hour, issued)), report)
-	at, ok := clusters.ExpiryWarningOf(&m, "member")
+	at, ok := clusters.ExpiryWarningOf(engine, "member")
 	want := issued.Add(48 * time.Minute).Truncate(time.Second)
 	if !ok || at.Sub(want).Abs() > time.Second {
 		t.Errorf("the rotated token is warned of at %v (%v), want %v", at, ok, want)
@@ -73,12 +73,12 @@ func TestMembersWarnOfATokenAboutToExpire(t *testing.T) {
 	}
 
 	m.Set("member", "opaque", cfg("opaque-token"), report)
-	if _, ok := clusters.ExpiryWarningOf(&m, "member"); ok {
+	if _, ok := clusters.ExpiryWarningOf(engine, "member"); ok {
 		t.Error("an opaque token has an expiry warning")
 	}
 	m.Set("member", "fresh", cfg(token(time.Hour, issued)), report)
 	m.Remove("member")
-	if _, ok := clusters.ExpiryWarningOf(&m, "member"); ok {
+	if _, ok := clusters.ExpiryWarningOf(engine, "member"); ok {
 		t.Error("a removed member has an expiry warning")
 	}
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/clusters"
-	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
+	mcfleet "github.com/mcruntime/multicluster-runtime/pkg/fleet"
 )
 
 // A cluster running on a bearer token that says when it expires (a JWT's
@@ -20,7 +20,7 @@ import (
 // token, a new time; a token that says nothing, no series) and goes with the
 // cluster.
 func TestMembersExportTheExpiryOfTheirTokens(t *testing.T) {
-	engine := &recordingEngine{members: map[multicluster.ClusterName]string{}}
+	engine := mcfleet.New(mcfleet.Options{}) // not started: the warnings are the record's from publication on
 	var m clusters.Members
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

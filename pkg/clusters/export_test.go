@@ -5,29 +5,15 @@ import (
 	"time"
 
 	"github.com/mcruntime/multicluster-runtime/internal/fleetpeek"
+	"github.com/mcruntime/multicluster-runtime/pkg/fleet"
 
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 )
 
-// MemberKey returns what Members published to the engine as name's hash
-// (the endpoint's, see Set), if name is wanted.
-func MemberKey(m *Members, name string) (string, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w, ok := m.hashes[name]
-	return w.published, ok
-}
-
-// ExpiryWarningOf returns when Members warns of the expiry of name's token,
+// ExpiryWarningOf returns when engine warns of the expiry of name's token,
 // if it will.
-func ExpiryWarningOf(m *Members, name string) (time.Time, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w := m.hashes[name].expiry
-	if w == nil {
-		return time.Time{}, false
-	}
-	return w.at, true
+func ExpiryWarningOf(engine *fleet.Engine, name string) (time.Time, bool) {
+	return fleetpeek.ExpiryWarning(engine, name)
 }
 
 // UnsignedJWT returns an unsigned JWT whose payload is claims (JSON).

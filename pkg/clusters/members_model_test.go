@@ -22,8 +22,8 @@ import (
 // The members' model checker calls Set and Remove of a few names from
 // several goroutines at once, as a provider with several workers does, and
 // checks, whenever the schedule is quiet, that the engine holds exactly what
-// Members recorded last for each name: the key of its endpoint, which a
-// rotation of its credentials keeps. The stand-in engine takes a random
+// Members recorded last for each name (the engine itself tells a rotation
+// from a rebuild: see the fleet's model). The stand-in engine takes a random
 // moment to record each call, as the real one does when its lock is busy.
 // A failing seed prints itself; rerun it alone with
 // go test -run TestMembersModel ./pkg/clusters/ -membersmodel.seed=N.
@@ -105,7 +105,7 @@ func runMembersModel(t *testing.T, seed uint64) bool {
 		wg.Wait()
 		engine.mu.Lock()
 		for _, name := range names {
-			want, wanted := clusters.MemberKey(&m, name)
+			want, wanted := m.Hash(name)
 			got, held := engine.members[name]
 			if wanted != held || want != got {
 				engine.mu.Unlock()

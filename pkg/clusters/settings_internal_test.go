@@ -23,10 +23,10 @@ func (p *publications) SetMember(m fleet.Member)                                
 func (p *publications) RemoveMember(multicluster.ClusterName)                   {}
 func (p *publications) Lookup(multicluster.ClusterName) (cluster.Cluster, bool) { return nil, false }
 
-// A pause alone publishes the member again under the same Hash with Paused
-// changed (the engine changes the pause only, never rebuilds); a new source
-// object alone publishes nothing.
-func TestSetPausedRepublishesTheSameHash(t *testing.T) {
+// Every Set reaches the engine, which decides: the same Hash again carries
+// the new pause and source (the engine changes those only, never rebuilds),
+// and Set reports it as no change.
+func TestSetPublishesThePauseAndSourceUnderTheSameHash(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pub := &publications{}
@@ -34,21 +34,17 @@ func TestSetPausedRepublishesTheSameHash(t *testing.T) {
 	m.Start(ctx, pub, logr.Discard())
 	cfg := &rest.Config{Host: "https://member.example:6443", BearerToken: "t"}
 	m.Set("a", "h1", cfg, nil)
-	m.Set("a", "h1", cfg, nil, SetSource(&corev1.Secret{}))
-	if len(pub.set) != 1 {
-		t.Fatalf("a new source alone published the member again (%d publications)", len(pub.set))
-	}
+	source := &corev1.Secret{}
 	for i, paused := range []bool{true, true, false} {
-		if replaced, changed := m.Set("a", "h1", cfg, nil, SetPaused(paused)); !replaced || changed {
+		if replaced, changed := m.Set("a", "h1", cfg, nil, SetPaused(paused), SetSource(source)); !replaced || changed {
 			t.Errorf("pause %v: replaced %v, changed %v; want true, false", paused, replaced, changed)
 		}
-		want := []int{2, 2, 3}[i]
-		if len(pub.set) != want {
-			t.Fatalf("after pause %v: %d publications, want %d", paused, len(pub.set), want)
+		if len(pub.set) != i+2 {
+			t.Fatalf("after pause %v: %d publications, want %d", paused, len(pub.set), i+2)
 		}
 		last := pub.set[len(pub.set)-1]
-		if last.Hash != pub.set[0].Hash || last.Paused != paused {
-			t.Errorf("after pause %v: published Hash %q Paused %v, want Hash %q", paused, last.Hash, last.Paused, pub.set[0].Hash)
+		if last.Hash != "h1" || last.Paused != paused || last.Source != source || last.Config != cfg {
+			t.Errorf("after pause %v: published Hash %q Paused %v Source %v, want h1, %v and the source", paused, last.Hash, last.Paused, last.Source, paused)
 		}
 	}
 }

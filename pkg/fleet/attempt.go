@@ -94,6 +94,10 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 		in.cl = b.Cluster
 	}
 	in.run, in.stopRun = context.WithCancel(parent)
+	if err := e.index(ctx, rec, in, life); err != nil {
+		in.stopRun()
+		return nil, err
+	}
 	// On the books before it starts, so that whoever takes the record's fence
 	// away stops and waits for it.
 	e.mu.Lock()
@@ -145,6 +149,40 @@ func (e *Engine) start(ctx context.Context, rec *record, m *Member, parent, life
 		<-synced
 		return in, multicluster.WithCluster(rec.name, errors.New("stopped before its cache synced"))
 	}
+}
+
+// index applies the indexes of in's member (Member.Indexes) to its
+// cluster before its cache starts. A built cluster is tracked for the
+// indexes registered later until in's run ends, and fails its attempt if it
+// cannot take one; a lent one until its member's life ends, as it runs on
+// between runs here, and an index it cannot take is logged: attempts would
+// not change that.
+func (e *Engine) index(ctx context.Context, rec *record, in *instance, life context.Context) error {
+	x := in.member.Indexes
+	if x == nil {
+		return nil
+	}
+	engaged := func() bool {
+		cl, ok := e.Lookup(rec.name)
+		return ok && cl == in.cl
+	}
+	untrack, err := x.apply(ctx, rec.name, in.cl, engaged)
+	lent := in.member.lent()
+	if untrack != nil {
+		if lent {
+			context.AfterFunc(life, untrack)
+		} else {
+			context.AfterFunc(in.run, untrack)
+		}
+	}
+	switch {
+	case err == nil:
+		return nil
+	case lent:
+		e.log.Error(err, "Failed to index cluster", "cluster", rec.name)
+		return nil
+	}
+	return multicluster.WithCluster(rec.name, err)
 }
 
 // watchLent ties in, an instance of a lent cluster, which runs outside

@@ -366,6 +366,7 @@ func (e *Engine) forgetLocked(rec *record, why string) {
 		endLife(in.member)
 	}
 	endLife(rec.member)
+	rec.dropConnectionLocked()
 	rec.member, rec.cur, rec.engaging, rec.runs, rec.fence = nil, nil, nil, nil, nil
 	e.transitionLocked(rec, StateGone, why)
 	e.health.release(rec)

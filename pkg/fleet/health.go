@@ -270,8 +270,8 @@ func (e *Engine) answer(rec *record, in *instance, start time.Time, res probeRes
 		failures := rec.failures.Add(1)
 		rec.answering, rec.successes = false, 0
 		log := e.log.WithValues("cluster", rec.name, "failures", failures)
-		if res == probeUnauthorized && rec.member != nil && rec.member.Refresh != nil {
-			refresh = rec.member.Refresh
+		if res == probeUnauthorized && rec.member != nil && (rec.member.Refresh != nil || rec.conn != nil) {
+			refresh = e.refresher(rec, rec.member.Refresh)
 			log.Info("Cluster rejects its credentials; asking the provider for fresh ones", "error", err.Error())
 		} else if rec.state == StateEngaged {
 			log.Info("Cluster health probe failed", "error", err.Error())

@@ -1,8 +1,13 @@
 package fleet
 
-import "github.com/mcruntime/multicluster-runtime/internal/fleetpeek"
+import (
+	"time"
 
-// The library's own tests look into the probe queue through fleetpeek
+	"github.com/mcruntime/multicluster-runtime/internal/fleetpeek"
+)
+
+// The library's own tests look into the probe queue and the expiry warnings
+// through fleetpeek
 // (internal: not part of the API).
 func init() {
 	fleetpeek.ProbeEntries = func(engine any) int {
@@ -10,5 +15,8 @@ func init() {
 		q.mu.Lock()
 		defer q.mu.Unlock()
 		return len(q.h)
+	}
+	fleetpeek.ExpiryWarning = func(engine any, name string) (time.Time, bool) {
+		return engine.(*Engine).expiryWarning(name)
 	}
 }

@@ -33,7 +33,10 @@ type record struct {
 	// member is what the provider wants: published with SetMember, or
 	// adopted through Engage (adapted at the door, see door.go); nil once
 	// removed.
-	member  *Member
+	member *Member
+	// conn is what the clusters of a member with a Config are built from,
+	// across its publications (see connection.go); nil for other members.
+	conn    *connection
 	waiters []*waiter // Engage calls waiting for their member's engagement
 	gone    bool      // forgotten: no longer in the engine's map
 

@@ -195,8 +195,8 @@ func (e *Engine) followOwnership(ctx context.Context, changed <-chan struct{}) {
 // SetMember adds or updates a desired member. Before the engine runs, members
 // wait in StateWanted.
 func (e *Engine) SetMember(m Member) {
-	if (m.Build == nil) == (m.Cluster == nil) {
-		e.ignore(m, errors.New("exactly one of Build and Cluster must be set"))
+	if set := btoi(m.Config != nil) + btoi(m.Build != nil) + btoi(m.Cluster != nil); set != 1 {
+		e.ignore(m, errors.New("exactly one of Config, Build and Cluster must be set"))
 		return
 	}
 	m.adopted = false
@@ -212,14 +212,22 @@ func (e *Engine) SetMember(m Member) {
 		// published member replaces it.
 	}
 	if old := rec.member; old != nil && !old.adopted && old.Hash == m.Hash {
-		old.Report, old.Refresh, old.Paused = m.Report, m.Refresh, m.Paused
+		old.Report, old.Refresh, old.Paused, old.Source = m.Report, m.Refresh, m.Paused, m.Source
 		_, byName := e.paused[rec.name]
 		rec.setPaused(byName || m.Paused, e.log)
 		e.outcomeLocked(rec, old, m.Outcome)
 		return
 	}
-	if m.Cluster != nil {
+	switch {
+	case m.Cluster != nil:
 		m.Build = prebuilt(m.Cluster)
+	case m.Config != nil && e.connectLocked(rec, &m):
+		// Its credentials rotate into the cluster that runs: the member
+		// published before stays, updated.
+		_, byName := e.paused[rec.name]
+		rec.setPaused(byName || m.Paused, e.log)
+		e.outcomeLocked(rec, rec.member, m.Outcome)
+		return
 	}
 	e.setMemberLocked(rec, &m, "published by its provider")
 	e.outcomeLocked(rec, &m, m.Outcome)
@@ -240,6 +248,9 @@ func (e *Engine) setMemberLocked(rec *record, m *Member, why string) {
 		}
 	}
 	rec.member = m
+	if m == nil || m.Config == nil {
+		rec.dropConnectionLocked()
+	}
 	if m != nil && (rec.state == "" || rec.state == StateGone) {
 		e.transitionLocked(rec, StateWanted, why)
 	}
@@ -373,4 +384,11 @@ func (e *Engine) disconnectLocked(rec *record, why string) {
 		metrics.Disengagements.WithLabelValues("unhealthy").Inc()
 	}
 	in.teardown()
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/cluster"
 
 	"github.com/mcruntime/multicluster-runtime/pkg/fleet/build"
@@ -45,8 +47,28 @@ type Member struct {
 	// Hash identifies the content Build builds from (a kubeconfig's hash, say).
 	// Publishing the same name and Hash again changes nothing.
 	Hash string
-	// Build returns a new, unstarted cluster. The engine applies nothing to it
-	// and starts it itself. Exactly one of Build and Cluster is set.
+	// Config is where the cluster is and who the controller is there: the
+	// engine builds the cluster from it (build.FromEndpoint) with its cluster
+	// options (Options.ClusterOptions, then Options below) and its settings
+	// hook. Exactly one of Config, Build and Cluster is set. The engine splits
+	// it in two (build.SplitCredentials): a new Hash whose Config names
+	// another endpoint (server, CA, TLS settings, proxy) builds a new
+	// cluster, which replaces the running one once engaged; one that changes
+	// the credentials only rotates them into the running cluster in place,
+	// once the member accepts them (see connection.go): its caches and
+	// watches keep running and nothing is listed or reconciled again. A
+	// bearer token that says when it expires is warned of before it does
+	// (Report hears a *build.ExpiringCredentialsError).
+	Config *rest.Config
+	// Source, with Config, is the object Config was read from: the settings
+	// hook sees it at each build. Publishing the same Hash with another
+	// Source changes the Source only.
+	Source client.Object
+	// Options, with Config, are applied to the clusters built from it after
+	// the engine's Options.ClusterOptions.
+	Options []cluster.Option
+	// Build returns a new, unstarted cluster, for a provider that builds its
+	// clusters itself. The engine starts it itself.
 	Build func(ctx context.Context) (cluster.Cluster, error)
 	// Cluster is a pre-built cluster, for providers handed one by the
 	// application; a provider that can build its clusters publishes a Build
@@ -84,6 +106,11 @@ type Member struct {
 	// or 403 from a probe): the provider re-reads its source and publishes the
 	// member again if its content changed.
 	Refresh func()
+	// Indexes, if set, are the field indexes of the member's provider: the
+	// engine applies every one of them to each cluster of the member before
+	// its cache starts, and one registered later (Indexes.Add) reaches the
+	// clusters that run or start meanwhile.
+	Indexes *Indexes
 
 	// adopted marks a member made by Engage (see door.go): its provider
 	// runs the cluster, and owner is the provider's context it lives within.
@@ -283,13 +310,14 @@ type Options struct {
 	// series are dropped. It must not call the engine.
 	OnRelease func(name multicluster.ClusterName)
 	// ClusterOptions, if set, returns the cluster options of the clusters
-	// built for the member name (mcmanager.WithClusterOptions). The engine
-	// does not apply them itself: whoever builds a member's cluster asks
-	// for them (see Constructor) and applies them before its own.
+	// built for the member name (mcmanager.WithClusterOptions): the engine
+	// applies them to the clusters it builds from a Member.Config, before
+	// the member's own; a provider with a Build of its own asks for them
+	// (see Constructor).
 	ClusterOptions func(name multicluster.ClusterName) []cluster.Option
 	// Settings, if set, is the client settings hook of every cluster built
-	// for a member (mcmanager.WithClusterSettings), handed over as
-	// ClusterOptions are.
+	// for a member (mcmanager.WithClusterSettings), applied and handed over
+	// as ClusterOptions are.
 	Settings build.SettingsFunc
 }
 

@@ -361,7 +361,7 @@ func (k *Kit[T]) publish(log logr.Logger, ref, source client.Object, d Desired) 
 	switch {
 	case !changed: // a change of something else, or a resync
 	case replaced:
-		log.Info("Re-creating cluster: its configuration changed")
+		log.Info("Cluster's configuration changed: the engine rebuilds it, or rotates its credentials in place")
 	default:
 		log.Info("Engaging cluster")
 	}

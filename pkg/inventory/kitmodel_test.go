@@ -172,9 +172,8 @@ func runKitModel(t *testing.T, seed uint64) (ok bool) {
 		Desire: func(_ context.Context, _ client.Reader, cm *corev1.ConfigMap) (Desired, error) {
 			name := cm.Data["cluster"]
 			key := client.ObjectKeyFromObject(cm)
-			// A wrapper: Members cannot read the config's endpoint, so it
-			// publishes it under the kit's hash, which the model checks
-			// (a rotation in place would keep the first holder's).
+			// Published under the kit's hash, which the model checks (the
+			// engine tells a rotation from a rebuild: see the fleet's model).
 			cfg := &rest.Config{Host: "https://" + name, WrapTransport: func(rt http.RoundTripper) http.RoundTripper { return rt }}
 			return Desired{Name: name, Config: cfg, Hash: contentHash(key, name)}, nil
 		}})
@@ -226,7 +225,7 @@ func runKitModel(t *testing.T, seed uint64) (ok bool) {
 		}
 		k.mu.Unlock()
 		for name, key := range holder {
-			if got, want := held[name], "content:"+contentHash(key, name); got != want {
+			if got, want := held[name], contentHash(key, name); got != want {
 				return fmt.Errorf("the kit gives %s to %s, the engine holds %q for it", name, key, got)
 			}
 		}

@@ -1,8 +1,7 @@
-package clusters
+package fleet
 
 import (
 	"github.com/mcruntime/multicluster-runtime/internal/metrics"
-	"github.com/mcruntime/multicluster-runtime/pkg/multicluster"
 )
 
 // MaxExpirySeries caps the clusters with a series of their own in
@@ -19,14 +18,14 @@ var (
 )
 
 // exportExpiry sets the expiry series of w's cluster, if there is room.
-func exportExpiry(name multicluster.ClusterName, w *expiryWatch) {
-	if expirySeries.Admit(name) {
-		credentialsExpiry.WithLabelValues(name).Set(float64(w.exp.Unix()))
+func exportExpiry(w *expiryWatch) {
+	if expirySeries.Admit(w.name) {
+		credentialsExpiry.WithLabelValues(w.name).Set(float64(w.exp.Unix()))
 	}
 }
 
 // unexportExpiry removes the expiry series of name.
-func unexportExpiry(name multicluster.ClusterName) {
+func unexportExpiry(name string) {
 	if expirySeries.Release(name) {
 		credentialsExpiry.DeleteLabelValues(name)
 	}
