@@ -62,19 +62,13 @@ type Clusters[T cluster.Cluster] struct {
 	aware    multicluster.Aware // bound by the first Add or AddOrReplace
 	door     fleet.Door
 	clusters map[multicluster.ClusterName]*entry[T] // the newest entry of each name
-	indexes  []index
+	indexes  fleet.Indexes
 }
 
 type entry[T cluster.Cluster] struct {
 	cl     T
 	ctx    context.Context
 	cancel context.CancelFunc
-}
-
-type index struct {
-	obj     client.Object
-	field   string
-	extract client.IndexerFunc
 }
 
 // New returns an empty Clusters.
@@ -174,18 +168,9 @@ func (c *Clusters[T]) insertAndPublish(ctx context.Context, name multicluster.Cl
 	cctx, cancel := context.WithCancel(ctx)
 	e := &entry[T]{cl: cl, ctx: cctx, cancel: cancel}
 	c.clusters[name] = e
-	indexes := slices.Clone(c.indexes)
 	c.mu.Unlock()
 	// Whoever ends the entry, it is forgotten.
 	context.AfterFunc(cctx, func() { c.forget(name, e) })
-
-	// Each index is applied once, before the cluster's cache starts.
-	for _, idx := range indexes {
-		if err := cl.GetFieldIndexer().IndexField(cctx, idx.obj, idx.field, idx.extract); err != nil {
-			c.forget(name, e)
-			return multicluster.WithCluster(name, fmt.Errorf("indexing %T by %q: %w", idx.obj, idx.field, err))
-		}
-	}
 	return c.publish(name, e)
 }
 
@@ -208,7 +193,7 @@ func (c *Clusters[T]) forget(name multicluster.ClusterName, e *entry[T]) {
 func (c *Clusters[T]) publish(name multicluster.ClusterName, e *entry[T]) error {
 	outcome := make(chan error, 1)
 	var returned atomic.Bool
-	member := fleet.Member{Name: name, Hash: fmt.Sprintf("%p", any(e.cl)), Cluster: e.cl, Outcome: outcome, Report: func(err error) {
+	member := fleet.Member{Name: name, Hash: fmt.Sprintf("%p", any(e.cl)), Cluster: e.cl, Outcome: outcome, Indexes: &c.indexes, Report: func(err error) {
 		// The engine logged it; after Add returned, ErrorHandler, if set,
 		// hears of it too.
 		if err != nil && returned.Load() && e.ctx.Err() == nil && c.ErrorHandler != nil {
@@ -302,21 +287,9 @@ func (c *Clusters[T]) ClusterNames() []multicluster.ClusterName {
 }
 
 // IndexField registers an index on every cluster present and every cluster
-// added later; each cluster gets each index exactly once.
+// added later; each cluster gets each index exactly once, before its cache
+// starts if it starts after the index (see fleet.Indexes). It returns the
+// errors of the engaged clusters that could not take it.
 func (c *Clusters[T]) IndexField(ctx context.Context, obj client.Object, field string, extract client.IndexerFunc) error {
-	c.mu.Lock()
-	c.indexes = append(c.indexes, index{obj: obj, field: field, extract: extract})
-	present := make(map[multicluster.ClusterName]T, len(c.clusters))
-	for name, e := range c.clusters {
-		present[name] = e.cl
-	}
-	c.mu.Unlock()
-
-	var errs []error
-	for name, cl := range present {
-		if err := cl.GetFieldIndexer().IndexField(ctx, obj, field, extract); err != nil {
-			errs = append(errs, multicluster.WithCluster(name, fmt.Errorf("indexing %T by %q: %w", obj, field, err)))
-		}
-	}
-	return errors.Join(errs...)
+	return c.indexes.Add(ctx, logf.Log.WithName("clusters"), obj, field, extract)
 }

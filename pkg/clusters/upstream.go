@@ -21,12 +21,10 @@ type Index struct {
 
 // Indexers returns the indexes registered with IndexField, in order.
 func (c *Clusters[T]) Indexers() []Index {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]Index, 0, len(c.indexes))
-	for _, idx := range c.indexes {
-		out = append(out, Index{Object: idx.obj, Field: idx.field, Extractor: idx.extract})
-	}
+	var out []Index
+	c.indexes.Range(func(obj client.Object, field string, extract client.IndexerFunc) {
+		out = append(out, Index{Object: obj, Field: field, Extractor: extract})
+	})
 	return out
 }
 

@@ -48,15 +48,23 @@
 //
 // # Construction below the engine
 //
-// The engine runs a member's Build and builds nothing itself; building a
-// cluster (transports, the connection gate, the lazy REST mapper,
-// credential rotation, the settings hook) is package build, below it. The
+// Building a cluster (transports, the connection gate, the lazy REST
+// mapper, credential rotation, the settings hook) is package build, below
+// the engine, which calls down into it. A member published with a
+// rest.Config (Member.Config) is built by the engine itself, from the
+// connection its record holds across publications (connection.go): the
+// endpoint, compared here and nowhere else; the credentials, which a new
+// publication for the same endpoint rotates into the running cluster in
+// place once the member accepts them; the expiry warning of its token. The
 // Multi-Cluster Manager's cluster options and settings hook are the
-// engine's own options (Options.ClusterOptions, Options.Settings), not
-// values carried in a build's context: whoever builds a member asks the
-// door it publishes to for them (ConstructionOf; the engine, the manager,
-// OwnEngine and the multi provider's door are Constructors), so that
-// nothing the engine calls reaches back up into the manager.
+// engine's own options (Options.ClusterOptions, Options.Settings), applied
+// to those builds; a provider with a Build of its own asks the door it
+// publishes to for them (ConstructionOf; the engine, the manager, OwnEngine
+// and the multi provider's door are Constructors). Nothing the engine calls
+// reaches back up into the manager, and no context value carries options.
+// A provider's field indexes (Indexes) travel with its members: the engine
+// applies them to each cluster before its cache starts, and one registered
+// later reaches the clusters that run or start meanwhile.
 //
 // # One place per name
 //

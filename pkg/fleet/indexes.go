@@ -81,6 +81,16 @@ func (x *Indexes) Add(ctx context.Context, log logr.Logger, obj client.Object, f
 	return errors.Join(errs...)
 }
 
+// Range calls f with every index registered, in order.
+func (x *Indexes) Range(f func(obj client.Object, field string, extract client.IndexerFunc)) {
+	x.mu.Lock()
+	list := x.list[:len(x.list):len(x.list)]
+	x.mu.Unlock()
+	for _, idx := range list {
+		f(idx.obj, idx.field, idx.extract)
+	}
+}
+
 // apply tracks cl, a cluster of the member name about to start or started
 // again, and applies every index registered so far that it does not have.
 // It returns the first error of an index cl could not take, and the

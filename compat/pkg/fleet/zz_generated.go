@@ -99,8 +99,14 @@ const FlapWindow = mcfleet.FlapWindow
 // HealthOptions is [mcfleet.HealthOptions].
 type HealthOptions = mcfleet.HealthOptions
 
+// Indexes is [mcfleet.Indexes].
+type Indexes = mcfleet.Indexes
+
 // ListOptions is [mcfleet.ListOptions].
 type ListOptions = mcfleet.ListOptions
+
+// MaxExpirySeries is [mcfleet.MaxExpirySeries].
+const MaxExpirySeries = mcfleet.MaxExpirySeries
 
 // Member is [mcfleet.Member].
 type Member = mcfleet.Member
