@@ -51,19 +51,42 @@ type credentialTrial struct {
 	running, refused bool
 }
 
-// connectLocked takes m, a publication of rec with a Config and a new
-// Hash: it reports whether m only rotates the credentials of the member rec
-// runs (rec.member, updated in place); else it gives m a Build from rec's
-// connection, a new one if m names another endpoint.
-func (e *Engine) connectLocked(rec *record, m *Member) (inPlace bool) {
+// endpoint is a Config split in two (build.SplitCredentials), with the key
+// of where: worked out before the engine's lock is taken, as hashing a CA
+// bundle is not free.
+type endpoint struct {
+	where *rest.Config
+	who   build.Credentials
+	key   string
+}
+
+// endpointOf splits m's Config. The new credentials join the recent ones:
+// the member's words are redacted of both (a request sent with the old
+// ones may still fail).
+func endpointOf(m *Member) endpoint {
 	where, who := build.SplitCredentials(m.Config)
-	// The new credentials join the recent ones: the member's words are
-	// redacted of both (a request sent with the old ones may still fail).
-	redact.Known.RememberConfig(rec.name, m.Config)
+	redact.Known.RememberConfig(m.Name, m.Config)
 	key := "content:" + m.Hash
 	if h, ok := build.EndpointHash(where, who); ok {
 		key = "endpoint:" + h
 	}
+	return endpoint{where: where, who: who, key: key}
+}
+
+// publishedAs reports whether the member of name is published with hash.
+func (e *Engine) publishedAs(name, hash string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	rec, ok := e.records.get(name)
+	return ok && rec.member != nil && !rec.member.adopted && rec.member.Hash == hash
+}
+
+// connectLocked takes m, a publication of rec with a Config (at ep) and a
+// new Hash: it reports whether m only rotates the credentials of the
+// member rec runs (rec.member, updated in place); else it gives m a Build
+// from rec's connection, a new one if m names another endpoint.
+func (e *Engine) connectLocked(rec *record, m *Member, ep endpoint) (inPlace bool) {
+	where, who, key := ep.where, ep.who, ep.key
 	c, old := rec.conn, rec.member
 	var expiry *expiryWatch
 	if c != nil {

@@ -200,6 +200,10 @@ func (e *Engine) SetMember(m Member) {
 		return
 	}
 	m.adopted = false
+	var ep endpoint
+	if m.Config != nil && !e.publishedAs(m.Name, m.Hash) {
+		ep = endpointOf(&m) // outside the lock (see endpoint); most publications repeat a Hash
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	rec := e.records.getOrAdd(m.Name)
@@ -218,10 +222,13 @@ func (e *Engine) SetMember(m Member) {
 		e.outcomeLocked(rec, old, m.Outcome)
 		return
 	}
+	if m.Config != nil && ep.key == "" {
+		ep = endpointOf(&m) // published meanwhile under another Hash
+	}
 	switch {
 	case m.Cluster != nil:
 		m.Build = prebuilt(m.Cluster)
-	case m.Config != nil && e.connectLocked(rec, &m):
+	case m.Config != nil && e.connectLocked(rec, &m, ep):
 		// Its credentials rotate into the cluster that runs: the member
 		// published before stays, updated.
 		_, byName := e.paused[rec.name]
